@@ -1,0 +1,246 @@
+//! Read-only file mappings that survive the file shrinking under them.
+//!
+//! A plain `mmap` of a file that another process truncates kills the reader with SIGBUS
+//! the moment it touches a page past the new end. This module makes that case an
+//! ordinary, reportable condition:
+//!
+//! - every mapping is registered in a small fixed table of address ranges;
+//! - a process-wide SIGBUS handler (installed once, chaining to any previous handler for
+//!   faults outside our ranges) replaces the faulting page of a registered mapping with
+//!   an anonymous zero page and marks that mapping as damaged, so the faulting load
+//!   completes instead of killing the process;
+//! - readers only parse bytes of a window they have *verified*: [`GuardedMap::verify`]
+//!   touches each page of the next window and then checks the damage mark; on damage it
+//!   asks the kernel for the file's current size and stops the visible data there.
+//!
+//! What a user sees when a file shrinks while being read: every packet that lies before
+//! the new end is delivered, then the reader reports that the file ends inside a record
+//! and that it shrank while mapped. A packet that was already handed out and whose pages
+//! are removed afterwards reads as zeros (no crash); the next call reports the damage.
+//!
+//! Limits: a program that installs its own SIGBUS handler *after* tracekit mapped a file
+//! replaces this protection. At most [`MAX_MAPPINGS`] mappings are guarded at a time;
+//! beyond that [`GuardedMap::open`] returns `None` and callers fall back to `read()`.
+
+use std::fs::File;
+use std::os::fd::AsRawFd;
+use std::sync::Once;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+/// Number of mappings that can be guarded at the same time.
+pub const MAX_MAPPINGS: usize = 256;
+
+struct Slot {
+    start: AtomicUsize,
+    len: AtomicUsize,
+    damaged: AtomicBool,
+}
+
+#[allow(clippy::declare_interior_mutable_const)]
+const EMPTY_SLOT: Slot = Slot {
+    start: AtomicUsize::new(0),
+    len: AtomicUsize::new(0),
+    damaged: AtomicBool::new(false),
+};
+
+static SLOTS: [Slot; MAX_MAPPINGS] = [EMPTY_SLOT; MAX_MAPPINGS];
+static PAGE_SIZE: AtomicUsize = AtomicUsize::new(4096);
+static INSTALL: Once = Once::new();
+static INSTALLED: AtomicBool = AtomicBool::new(false);
+
+/// The SIGBUS disposition that was in place before ours, for chaining. Written once,
+/// inside `INSTALL`, before our handler can run; only read afterwards.
+static mut PREVIOUS: Option<libc::sigaction> = None;
+
+extern "C" fn on_sigbus(sig: libc::c_int, info: *mut libc::siginfo_t, ctx: *mut libc::c_void) {
+    // SAFETY: the kernel passes a valid siginfo_t for SA_SIGINFO handlers.
+    let addr = unsafe { (*info).si_addr() } as usize;
+    let page = PAGE_SIZE.load(Ordering::Relaxed);
+    for slot in &SLOTS {
+        let start = slot.start.load(Ordering::Acquire);
+        let len = slot.len.load(Ordering::Acquire);
+        if start != 0 && addr >= start && addr < start + len {
+            let page_addr = addr & !(page - 1);
+            // SAFETY: the page lies inside a read-only mapping we own (registered while
+            // the mapping is alive); replacing it with an anonymous zero page of the same
+            // protection keeps every pointer into the mapping valid. mmap is a plain
+            // system call and safe to issue from a signal handler on Linux.
+            let p = unsafe {
+                libc::mmap(
+                    page_addr as *mut libc::c_void,
+                    page,
+                    libc::PROT_READ,
+                    libc::MAP_PRIVATE | libc::MAP_FIXED | libc::MAP_ANONYMOUS,
+                    -1,
+                    0,
+                )
+            };
+            if p != libc::MAP_FAILED {
+                slot.damaged.store(true, Ordering::Release);
+                return;
+            }
+        }
+    }
+    // Not one of ours: behave as if we were not installed.
+    // SAFETY: PREVIOUS was written before this handler was installed and never again.
+    let previous = unsafe { *std::ptr::addr_of!(PREVIOUS) };
+    match previous {
+        Some(old)
+            if old.sa_sigaction != libc::SIG_DFL
+                && old.sa_sigaction != libc::SIG_IGN
+                && old.sa_flags & libc::SA_SIGINFO != 0 =>
+        {
+            // SAFETY: the previous handler was registered with SA_SIGINFO, so it has this
+            // signature.
+            let f: extern "C" fn(libc::c_int, *mut libc::siginfo_t, *mut libc::c_void) =
+                unsafe { std::mem::transmute(old.sa_sigaction) };
+            f(sig, info, ctx);
+        }
+        Some(old) if old.sa_sigaction != libc::SIG_DFL && old.sa_sigaction != libc::SIG_IGN => {
+            // SAFETY: a handler registered without SA_SIGINFO takes only the signal number.
+            let f: extern "C" fn(libc::c_int) = unsafe { std::mem::transmute(old.sa_sigaction) };
+            f(sig);
+        }
+        _ => {
+            // Restore the default action; returning re-executes the faulting access,
+            // which then terminates the process as it would have without us.
+            // SAFETY: resetting a signal disposition to SIG_DFL is always valid.
+            unsafe {
+                libc::signal(libc::SIGBUS, libc::SIG_DFL);
+            }
+        }
+    }
+}
+
+fn install_handler() -> bool {
+    INSTALL.call_once(|| {
+        // SAFETY: sysconf has no preconditions.
+        let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+        if page > 0 {
+            PAGE_SIZE.store(page as usize, Ordering::Relaxed);
+        }
+        // SAFETY: a zeroed sigaction is a valid "no handler" value; we fill the fields we
+        // use, and PREVIOUS is written here before our handler is active.
+        unsafe {
+            let mut old: libc::sigaction = std::mem::zeroed();
+            let mut action: libc::sigaction = std::mem::zeroed();
+            action.sa_sigaction = on_sigbus as *const () as usize;
+            action.sa_flags = libc::SA_SIGINFO | libc::SA_ONSTACK | libc::SA_NODEFER;
+            libc::sigemptyset(&mut action.sa_mask);
+            if libc::sigaction(libc::SIGBUS, std::ptr::null(), &mut old) != 0 {
+                return;
+            }
+            *std::ptr::addr_of_mut!(PREVIOUS) = Some(old);
+            if libc::sigaction(libc::SIGBUS, &action, std::ptr::null_mut()) == 0 {
+                INSTALLED.store(true, Ordering::Release);
+            }
+        }
+    });
+    INSTALLED.load(Ordering::Acquire)
+}
+
+/// A read-only mapping of a whole file, guarded against the file shrinking.
+pub struct GuardedMap {
+    map: memmap2::Mmap,
+    file: File,
+    slot: usize,
+    /// Bytes from the start that were verified readable (touched with no fault).
+    verified: usize,
+    /// Current usable length: the mapping length, or the file's size once it shrank.
+    usable: usize,
+    shrank_from: Option<u64>,
+}
+
+impl GuardedMap {
+    /// Maps `file` (read-only). `None` when the file is empty, cannot be mapped, or no
+    /// guard slot or handler is available; callers then read with `read()`.
+    pub fn open(file: File) -> Option<GuardedMap> {
+        let len = file.metadata().ok()?.len();
+        if len == 0 || usize::try_from(len).is_err() || !install_handler() {
+            return None;
+        }
+        // SAFETY: the mapping is read-only and private to this process. The one hazard of
+        // file mappings, the file shrinking under us, is handled by the SIGBUS guard: the
+        // range is registered below before any byte of it is read, and readers only look
+        // at verified windows.
+        let map = unsafe { memmap2::MmapOptions::new().map(&file) }.ok()?;
+        let _ = map.advise(memmap2::Advice::Sequential);
+        let start = map.as_ptr() as usize;
+        let slot = SLOTS.iter().position(|s| {
+            s.start
+                .compare_exchange(0, start, Ordering::AcqRel, Ordering::Relaxed)
+                .is_ok()
+        })?;
+        SLOTS[slot].damaged.store(false, Ordering::Relaxed);
+        SLOTS[slot].len.store(map.len(), Ordering::Release);
+        let usable = map.len();
+        Some(GuardedMap {
+            map,
+            file,
+            slot,
+            verified: 0,
+            usable,
+            shrank_from: None,
+        })
+    }
+
+    /// The verified bytes, from the start of the file.
+    #[inline]
+    pub fn verified(&self) -> &[u8] {
+        &self.map[..self.verified]
+    }
+
+    /// Length of the mapping when it was made.
+    pub fn mapped_len(&self) -> usize {
+        self.map.len()
+    }
+
+    /// When the file shrank while mapped: its length when it was mapped.
+    pub fn shrank_from(&self) -> Option<u64> {
+        self.shrank_from
+    }
+
+    /// Extends the verified prefix to at least `upto` bytes (bounded by the usable
+    /// length), touching each new page. Returns the verified length.
+    pub fn verify(&mut self, upto: usize) -> usize {
+        let target = upto.min(self.usable);
+        if target <= self.verified {
+            return self.verified;
+        }
+        let page = PAGE_SIZE.load(Ordering::Relaxed);
+        let base = self.map.as_ptr();
+        let mut at = self.verified & !(page - 1);
+        while at < target {
+            // SAFETY: `at` < map length; a volatile read so the touch is not optimised
+            // away. A fault here is turned into a zero page by the guard.
+            unsafe {
+                std::ptr::read_volatile(base.add(at));
+            }
+            at += page;
+        }
+        if SLOTS[self.slot].damaged.swap(false, Ordering::AcqRel) {
+            let now = self.file.metadata().map(|m| m.len()).unwrap_or(0);
+            let now = usize::try_from(now).unwrap_or(usize::MAX).min(self.map.len());
+            if self.shrank_from.is_none() {
+                self.shrank_from = Some(self.map.len() as u64);
+            }
+            self.usable = self.usable.min(now);
+            self.verified = self.verified.min(self.usable);
+            return self.verify(upto);
+        }
+        self.verified = target;
+        target
+    }
+
+    /// Whether everything usable was verified.
+    pub fn fully_verified(&self) -> bool {
+        self.verified >= self.usable
+    }
+}
+
+impl Drop for GuardedMap {
+    fn drop(&mut self) {
+        SLOTS[self.slot].len.store(0, Ordering::Release);
+        SLOTS[self.slot].start.store(0, Ordering::Release);
+    }
+}

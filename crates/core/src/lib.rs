@@ -1,0 +1,31 @@
+//! Core types of tracekit, shared by every format crate, the decoder and the facade.
+//!
+//! - [`Packet`] (borrowed bytes + [`Meta`]) and [`OwnedPacket`] (`packet.to_owned()`);
+//! - [`Timestamp`]: 32.32 fixed point since the epoch, exact for µs, ns and ERF sources;
+//! - [`LinkType`]: the pcap `LINKTYPE_*` registry, unknown values kept;
+//! - [`CaptureSource`] / [`CaptureSink`]: what every format implements; `next_packet`
+//!   lends the packet so a zero-copy buffer cannot be reused while it is borrowed;
+//! - [`Error`]: one error type carrying the file, byte offset and packet number;
+//! - [`io`]: the in-place byte input that readers parse from.
+//!
+//! ```
+//! use tracekit_core::{CaptureSource, LinkType, Meta, Packet, Timestamp};
+//!
+//! let frame = [0u8; 64];
+//! let packet = Packet::new(&frame, Meta::new(Timestamp::from_nanos(1_700_000_000, 5), 1514, LinkType::ETHERNET));
+//! assert!(packet.is_truncated());
+//! assert_eq!(packet.ts().as_unix_nanos(), 1_700_000_000_000_000_005);
+//! ```
+
+mod error;
+pub mod io;
+mod linktype;
+mod packet;
+mod source;
+mod timestamp;
+
+pub use error::{Error, ErrorKind, Result};
+pub use linktype::LinkType;
+pub use packet::{Direction, Meta, OwnedPacket, Packet, PacketKind};
+pub use source::{CaptureSink, CaptureSource, SinkReport, Stats};
+pub use timestamp::{Timestamp, TsResolution};

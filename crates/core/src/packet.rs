@@ -1,0 +1,223 @@
+//! Packets: borrowed bytes plus per-packet metadata.
+
+use crate::{LinkType, Timestamp};
+
+/// Which way a packet went, as far as the capture knows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Direction {
+    /// Received by the capturing host or interface.
+    Inbound,
+    /// Sent by the capturing host or interface.
+    Outbound,
+    /// Not recorded by the format (classic pcap) or not known.
+    #[default]
+    Unknown,
+}
+
+/// What a record carries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum PacketKind {
+    /// A captured packet, starting at its link-layer header.
+    #[default]
+    Data,
+    /// A metadata record (ERF META, pcapng non-packet blocks) handed out on request.
+    Meta,
+}
+
+/// Everything known about a packet apart from its bytes. `Copy`, 40 bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Meta {
+    /// When the packet was captured.
+    pub ts: Timestamp,
+    /// Length on the wire as the format recorded it. It may be larger than the captured
+    /// bytes (snap length) and, in damaged or odd files, even smaller; it is never
+    /// invented or adjusted.
+    pub wire_len: u32,
+    /// Link-layer type of the captured bytes (per packet: pcapng interfaces and ERF
+    /// records differ from packet to packet).
+    pub link: LinkType,
+    /// Interface number: pcapng interface id, ERF interface, ring ifindex; 0 when unknown.
+    pub interface: u32,
+    /// Direction, when the format records it.
+    pub direction: Direction,
+    /// Packets lost just before this one, when the source knows (ERF loss counter, ring
+    /// drops, pcapng drop count); 0 otherwise.
+    pub loss: u32,
+    /// Packet or metadata record.
+    pub kind: PacketKind,
+}
+
+impl Meta {
+    /// Metadata for a data packet with the given time stamp, wire length and link type;
+    /// the other fields take their "unknown" values.
+    pub fn new(ts: Timestamp, wire_len: u32, link: LinkType) -> Meta {
+        Meta {
+            ts,
+            wire_len,
+            link,
+            interface: 0,
+            direction: Direction::Unknown,
+            loss: 0,
+            kind: PacketKind::Data,
+        }
+    }
+}
+
+/// A packet borrowed from the buffer it was read into (a file mapping, a read block, a
+/// ring block). The borrow checker keeps it from outliving that buffer; call
+/// [`Packet::to_owned`] to keep one.
+///
+/// ```
+/// use tracekit_core::{LinkType, Meta, Packet, Timestamp};
+/// let bytes = [0u8; 60];
+/// let p = Packet::new(&bytes, Meta::new(Timestamp::from_micros(1, 2), 60, LinkType::ETHERNET));
+/// let kept = p.to_owned();
+/// assert_eq!(kept.data(), &bytes[..]);
+/// assert_eq!(kept.as_packet().meta(), p.meta());
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Packet<'a> {
+    data: &'a [u8],
+    meta: Meta,
+}
+
+impl<'a> Packet<'a> {
+    /// A packet over `data` with `meta`.
+    #[inline]
+    pub fn new(data: &'a [u8], meta: Meta) -> Packet<'a> {
+        Packet { data, meta }
+    }
+
+    /// The captured bytes, starting at the link-layer header.
+    #[inline]
+    pub fn data(&self) -> &'a [u8] {
+        self.data
+    }
+
+    /// The metadata.
+    #[inline]
+    pub fn meta(&self) -> &Meta {
+        &self.meta
+    }
+
+    /// Mutable metadata, for sources and filters that adjust it (e.g. a snap length).
+    #[inline]
+    pub fn meta_mut(&mut self) -> &mut Meta {
+        &mut self.meta
+    }
+
+    /// Capture time stamp.
+    #[inline]
+    pub fn ts(&self) -> Timestamp {
+        self.meta.ts
+    }
+
+    /// Number of captured bytes.
+    #[inline]
+    pub fn caplen(&self) -> usize {
+        self.data.len()
+    }
+
+    /// Length on the wire as recorded.
+    #[inline]
+    pub fn wire_len(&self) -> u32 {
+        self.meta.wire_len
+    }
+
+    /// Link-layer type.
+    #[inline]
+    pub fn link_type(&self) -> LinkType {
+        self.meta.link
+    }
+
+    /// Whether fewer bytes were captured than were on the wire.
+    #[inline]
+    pub fn is_truncated(&self) -> bool {
+        (self.data.len() as u64) < u64::from(self.meta.wire_len)
+    }
+
+    /// The same packet with its captured bytes cut to at most `snaplen` (wire length kept).
+    #[inline]
+    pub fn snapped(self, snaplen: usize) -> Packet<'a> {
+        let end = self.data.len().min(snaplen);
+        Packet {
+            data: &self.data[..end],
+            meta: self.meta,
+        }
+    }
+
+    /// Copies the bytes out so the packet can be kept past the next read.
+    pub fn to_owned(&self) -> OwnedPacket {
+        OwnedPacket {
+            data: self.data.to_vec().into_boxed_slice(),
+            meta: self.meta,
+        }
+    }
+}
+
+/// A packet that owns its bytes: made by [`Packet::to_owned`], the one way to keep a
+/// packet past the next `next_packet` call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OwnedPacket {
+    data: Box<[u8]>,
+    meta: Meta,
+}
+
+impl OwnedPacket {
+    /// A packet owning `data`, with `meta`.
+    pub fn new(data: impl Into<Box<[u8]>>, meta: Meta) -> OwnedPacket {
+        OwnedPacket {
+            data: data.into(),
+            meta,
+        }
+    }
+
+    /// The captured bytes.
+    pub fn data(&self) -> &[u8] {
+        &self.data
+    }
+
+    /// The metadata.
+    pub fn meta(&self) -> &Meta {
+        &self.meta
+    }
+
+    /// Mutable metadata.
+    pub fn meta_mut(&mut self) -> &mut Meta {
+        &mut self.meta
+    }
+
+    /// A borrowed view, for writing to a sink or decoding.
+    pub fn as_packet(&self) -> Packet<'_> {
+        Packet::new(&self.data, self.meta)
+    }
+}
+
+impl<'a> From<&'a OwnedPacket> for Packet<'a> {
+    fn from(p: &'a OwnedPacket) -> Packet<'a> {
+        p.as_packet()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn meta_is_small() {
+        assert!(std::mem::size_of::<Meta>() <= 40);
+    }
+
+    #[test]
+    fn snapped_keeps_wire_len() {
+        let bytes = [1u8; 100];
+        let p = Packet::new(
+            &bytes,
+            Meta::new(Timestamp::ZERO, 100, LinkType::ETHERNET),
+        )
+        .snapped(64);
+        assert_eq!(p.caplen(), 64);
+        assert_eq!(p.wire_len(), 100);
+        assert!(p.is_truncated());
+    }
+}

@@ -1,0 +1,368 @@
+//! Packet time stamps: 32.32 binary fixed point since the Unix epoch.
+//!
+//! The upper 32 bits count whole seconds, the lower 32 bits count 2^-32 s (about 0.23 ns).
+//! That is the ERF representation, and it is strictly finer than a nanosecond, so a time
+//! stamp that came from a microsecond or nanosecond source converts back to exactly the
+//! same microseconds or nanoseconds, and an ERF time stamp is kept bit for bit.
+//!
+//! The rule that makes decimal sources exact: a decimal fraction is converted to binary
+//! by rounding *up* (`ceil(units * 2^32 / 10^n)`), and back by rounding *down*. One
+//! decimal unit (at most 10^-6 s for microseconds, 10^-9 s for nanoseconds) spans more
+//! than one binary unit, so the round-up error (< 1 binary unit) never reaches the next
+//! decimal unit. This is also what libtrace and Endace's tools do when they write ERF.
+
+use std::cmp::Ordering;
+use std::fmt;
+
+/// The resolution a time stamp was recorded with, remembered so that a writer can pick an
+/// output resolution that keeps every time stamp exact.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum TsResolution {
+    /// 10^-n seconds; `n` is at most 9 (pcap µs is `Decimal(6)`, pcap ns is `Decimal(9)`).
+    Decimal(u8),
+    /// 2^-n seconds; `n` is at most 32 (ERF is `Binary(32)`).
+    Binary(u8),
+}
+
+impl TsResolution {
+    /// Microseconds (classic pcap).
+    pub const MICRO: TsResolution = TsResolution::Decimal(6);
+    /// Nanoseconds (pcap with the nanosecond magic, pcapng `if_tsresol = 9`).
+    pub const NANO: TsResolution = TsResolution::Decimal(9);
+    /// 2^-32 seconds (ERF).
+    pub const ERF: TsResolution = TsResolution::Binary(32);
+
+    /// Whether `n` is in the supported range for this kind of resolution.
+    pub fn is_supported(self) -> bool {
+        match self {
+            TsResolution::Decimal(n) => n <= 9,
+            TsResolution::Binary(n) => n <= 32,
+        }
+    }
+
+    /// Number of units per second (10^n or 2^n).
+    pub fn units_per_second(self) -> u64 {
+        match self {
+            TsResolution::Decimal(n) => 10u64.pow(u32::from(n.min(9))),
+            TsResolution::Binary(n) => 1u64 << n.min(32),
+        }
+    }
+
+    /// Whether every time stamp of resolution `self` can be written exactly in `other`.
+    ///
+    /// Decimal 10^-a fits 10^-b when a <= b; binary 2^-a fits 2^-b when a <= b; 2^-a
+    /// fits 10^-b when a <= b (10^b is a multiple of 2^b); a decimal resolution fits only
+    /// the full 2^-32 binary resolution (by the round-up rule of this module).
+    pub fn fits_in(self, other: TsResolution) -> bool {
+        match (self, other) {
+            (TsResolution::Decimal(a), TsResolution::Decimal(b)) => a <= b,
+            (TsResolution::Binary(a), TsResolution::Binary(b)) => a <= b,
+            (TsResolution::Decimal(_), TsResolution::Binary(32)) => true,
+            // 2^-a divides 10^-b exactly when a <= b (10^b = 2^b * 5^b).
+            (TsResolution::Binary(a), TsResolution::Decimal(b)) => a <= b,
+            (TsResolution::Decimal(_), TsResolution::Binary(_)) => false,
+        }
+    }
+}
+
+impl fmt::Display for TsResolution {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            TsResolution::Decimal(0) => f.write_str("s"),
+            TsResolution::Decimal(3) => f.write_str("ms"),
+            TsResolution::Decimal(6) => f.write_str("µs"),
+            TsResolution::Decimal(9) => f.write_str("ns"),
+            TsResolution::Decimal(n) => write!(f, "10^-{n} s"),
+            TsResolution::Binary(n) => write!(f, "2^-{n} s"),
+        }
+    }
+}
+
+/// A packet time stamp: 32.32 fixed point since the Unix epoch, plus the resolution it
+/// was recorded with.
+///
+/// Equality and ordering compare the instant only, not the resolution.
+///
+/// ```
+/// use tracekit_core::{Timestamp, TsResolution};
+/// let t = Timestamp::from_nanos(1_700_000_000, 123_456_789);
+/// assert_eq!(t.secs(), 1_700_000_000);
+/// assert_eq!(t.subsec_nanos(), 123_456_789);
+/// assert_eq!(t.resolution(), TsResolution::NANO);
+/// assert_eq!(Timestamp::from_erf(t.to_erf()), t);
+/// ```
+#[derive(Clone, Copy)]
+pub struct Timestamp {
+    raw: u64,
+    res: TsResolution,
+}
+
+impl Timestamp {
+    /// The epoch itself, with nanosecond resolution.
+    pub const ZERO: Timestamp = Timestamp {
+        raw: 0,
+        res: TsResolution::NANO,
+    };
+
+    /// From an ERF 32.32 value (seconds in the upper half, 2^-32 s in the lower half).
+    #[inline]
+    pub const fn from_erf(raw: u64) -> Timestamp {
+        Timestamp {
+            raw,
+            res: TsResolution::ERF,
+        }
+    }
+
+    /// From whole seconds and microseconds. Microseconds of a second or more carry into
+    /// the seconds (some writers emit them).
+    #[inline]
+    pub fn from_micros(secs: u32, micros: u32) -> Timestamp {
+        Timestamp::from_units(secs, u64::from(micros), TsResolution::MICRO)
+    }
+
+    /// From whole seconds and nanoseconds. Nanoseconds of a second or more carry into the
+    /// seconds.
+    #[inline]
+    pub fn from_nanos(secs: u32, nanos: u32) -> Timestamp {
+        Timestamp::from_units(secs, u64::from(nanos), TsResolution::NANO)
+    }
+
+    /// From a count of nanoseconds since the epoch.
+    pub fn from_unix_nanos(nanos: u64) -> Timestamp {
+        let secs = nanos / 1_000_000_000;
+        let frac = nanos % 1_000_000_000;
+        Timestamp::from_units(secs as u32, frac, TsResolution::NANO)
+    }
+
+    /// From whole seconds and a count of `res` units, with carry of whole seconds from
+    /// `units`. Seconds wrap modulo 2^32 as in every 32-bit-seconds format.
+    #[inline]
+    pub fn from_units(secs: u32, units: u64, res: TsResolution) -> Timestamp {
+        let per_sec = res.units_per_second();
+        let (carry, units) = if units >= per_sec {
+            (units / per_sec, units % per_sec)
+        } else {
+            (0, units)
+        };
+        let secs = u64::from(secs).wrapping_add(carry) & 0xFFFF_FFFF;
+        let frac = match res {
+            TsResolution::Binary(n) => units << (32 - u32::from(n.min(32))),
+            // ceil(units * 2^32 / per_sec); units < per_sec <= 10^9 so no overflow.
+            TsResolution::Decimal(_) => ((units << 32) + per_sec - 1) / per_sec,
+        };
+        Timestamp {
+            raw: (secs << 32) | frac,
+            res,
+        }
+    }
+
+    /// The 32.32 value (the ERF representation).
+    #[inline]
+    pub const fn to_erf(self) -> u64 {
+        self.raw
+    }
+
+    /// Whole seconds since the epoch.
+    #[inline]
+    pub const fn secs(self) -> u32 {
+        (self.raw >> 32) as u32
+    }
+
+    /// The fraction of the second, in 2^-32 s.
+    #[inline]
+    pub const fn fraction(self) -> u32 {
+        self.raw as u32
+    }
+
+    /// Resolution of the source this time stamp came from.
+    #[inline]
+    pub const fn resolution(self) -> TsResolution {
+        self.res
+    }
+
+    /// The same instant, labelled with another resolution (no conversion is done).
+    #[inline]
+    pub const fn with_resolution(self, res: TsResolution) -> Timestamp {
+        Timestamp { raw: self.raw, res }
+    }
+
+    /// The fraction of the second in `res` units, rounded down.
+    #[inline]
+    pub fn subsec_units(self, res: TsResolution) -> u64 {
+        let frac = self.raw & 0xFFFF_FFFF;
+        match res {
+            TsResolution::Binary(n) => frac >> (32 - u32::from(n.min(32))),
+            TsResolution::Decimal(_) => (frac * res.units_per_second()) >> 32,
+        }
+    }
+
+    /// The fraction of the second in nanoseconds, rounded down.
+    #[inline]
+    pub fn subsec_nanos(self) -> u32 {
+        self.subsec_units(TsResolution::NANO) as u32
+    }
+
+    /// The fraction of the second in microseconds, rounded down.
+    #[inline]
+    pub fn subsec_micros(self) -> u32 {
+        self.subsec_units(TsResolution::MICRO) as u32
+    }
+
+    /// Nanoseconds since the epoch, rounded down.
+    #[inline]
+    pub fn as_unix_nanos(self) -> u64 {
+        u64::from(self.secs()) * 1_000_000_000 + u64::from(self.subsec_nanos())
+    }
+
+    /// Whether this time stamp can be written in `res` without losing anything.
+    #[inline]
+    pub fn is_exact_in(self, res: TsResolution) -> bool {
+        if self.res.fits_in(res) {
+            return true;
+        }
+        Timestamp::from_units(self.secs(), self.subsec_units(res), res).raw == self.raw
+    }
+
+    /// The difference `self - earlier` in nanoseconds (rounded down), negative when
+    /// `earlier` is later.
+    pub fn nanos_since(self, earlier: Timestamp) -> i128 {
+        i128::from(self.as_unix_nanos()) - i128::from(earlier.as_unix_nanos())
+    }
+}
+
+impl PartialEq for Timestamp {
+    fn eq(&self, other: &Self) -> bool {
+        self.raw == other.raw
+    }
+}
+
+impl Eq for Timestamp {}
+
+impl PartialOrd for Timestamp {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Timestamp {
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.raw.cmp(&other.raw)
+    }
+}
+
+impl std::hash::Hash for Timestamp {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.raw.hash(state);
+    }
+}
+
+impl fmt::Debug for Timestamp {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Timestamp({self} [{}])", self.res)
+    }
+}
+
+/// `seconds.fraction` with as many digits as the source resolution needs (9 at most).
+impl fmt::Display for Timestamp {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.res {
+            TsResolution::Decimal(0) => write!(f, "{}", self.secs()),
+            TsResolution::Decimal(n) if n <= 9 => {
+                let res = TsResolution::Decimal(n);
+                write!(
+                    f,
+                    "{}.{:0width$}",
+                    self.secs(),
+                    self.subsec_units(res),
+                    width = usize::from(n)
+                )
+            }
+            _ => write!(f, "{}.{:09}", self.secs(), self.subsec_nanos()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn carries_whole_seconds() {
+        let t = Timestamp::from_micros(10, 2_500_000);
+        assert_eq!(t.secs(), 12);
+        assert_eq!(t.subsec_micros(), 500_000);
+    }
+
+    #[test]
+    fn erf_matches_libtrace_convention() {
+        // 0.5 s is exactly 0x8000_0000 in 32.32.
+        let t = Timestamp::from_micros(1, 500_000);
+        assert_eq!(t.to_erf(), (1u64 << 32) | 0x8000_0000);
+        // 1 µs rounds up to 4295 binary units (2^32 / 10^6 = 4294.967...).
+        assert_eq!(Timestamp::from_micros(0, 1).fraction(), 4295);
+    }
+
+    #[test]
+    fn display_uses_source_resolution() {
+        assert_eq!(Timestamp::from_micros(5, 42).to_string(), "5.000042");
+        assert_eq!(Timestamp::from_nanos(5, 42).to_string(), "5.000000042");
+    }
+
+    #[test]
+    fn exactness_check() {
+        assert!(Timestamp::from_nanos(1, 5_000).is_exact_in(TsResolution::MICRO));
+        assert!(!Timestamp::from_nanos(1, 5_001).is_exact_in(TsResolution::MICRO));
+        assert!(Timestamp::from_micros(1, 5).is_exact_in(TsResolution::NANO));
+        assert!(!Timestamp::from_erf(1).is_exact_in(TsResolution::NANO));
+    }
+
+    proptest! {
+        #[test]
+        fn micros_round_trip(secs: u32, micros in 0u32..1_000_000) {
+            let t = Timestamp::from_micros(secs, micros);
+            prop_assert_eq!(t.secs(), secs);
+            prop_assert_eq!(t.subsec_micros(), micros);
+            // through ERF and back, and through nanoseconds and back
+            let e = Timestamp::from_erf(t.to_erf());
+            prop_assert_eq!(e.subsec_micros(), micros);
+            let n = Timestamp::from_nanos(t.secs(), t.subsec_nanos());
+            prop_assert_eq!(n.subsec_micros(), micros);
+            prop_assert!(t.is_exact_in(TsResolution::NANO));
+        }
+
+        #[test]
+        fn nanos_round_trip(secs: u32, nanos in 0u32..1_000_000_000) {
+            let t = Timestamp::from_nanos(secs, nanos);
+            prop_assert_eq!(t.secs(), secs);
+            prop_assert_eq!(t.subsec_nanos(), nanos);
+            let e = Timestamp::from_erf(t.to_erf());
+            prop_assert_eq!(e.subsec_nanos(), nanos);
+            prop_assert_eq!(Timestamp::from_unix_nanos(t.as_unix_nanos()), t);
+        }
+
+        #[test]
+        fn erf_round_trip(raw: u64) {
+            let t = Timestamp::from_erf(raw);
+            prop_assert_eq!(t.to_erf(), raw);
+            prop_assert_eq!(Timestamp::from_units(t.secs(), t.subsec_units(TsResolution::ERF), TsResolution::ERF).to_erf(), raw);
+        }
+
+        #[test]
+        fn any_decimal_round_trip(secs: u32, n in 0u8..=9, units: u64) {
+            let res = TsResolution::Decimal(n);
+            let units = units % res.units_per_second();
+            let t = Timestamp::from_units(secs, units, res);
+            prop_assert_eq!(t.subsec_units(res), units);
+            prop_assert!(t.is_exact_in(TsResolution::NANO));
+        }
+
+        #[test]
+        fn order_follows_nanos(a: u64, b: u64) {
+            let a = a % (u64::from(u32::MAX) * 1_000_000_000);
+            let b = b % (u64::from(u32::MAX) * 1_000_000_000);
+            let (ta, tb) = (Timestamp::from_unix_nanos(a), Timestamp::from_unix_nanos(b));
+            prop_assert_eq!(ta.cmp(&tb), a.cmp(&b));
+        }
+    }
+}
