@@ -41,9 +41,22 @@ impl TsResolution {
     }
 
     /// Number of units per second (10^n or 2^n).
+    #[inline]
     pub fn units_per_second(self) -> u64 {
+        const POW10: [u64; 10] = [
+            1,
+            10,
+            100,
+            1_000,
+            10_000,
+            100_000,
+            1_000_000,
+            10_000_000,
+            100_000_000,
+            1_000_000_000,
+        ];
         match self {
-            TsResolution::Decimal(n) => 10u64.pow(u32::from(n.min(9))),
+            TsResolution::Decimal(n) => POW10[usize::from(n.min(9))],
             TsResolution::Binary(n) => 1u64 << n.min(32),
         }
     }
@@ -145,9 +158,12 @@ impl Timestamp {
             (0, units)
         };
         let secs = u64::from(secs).wrapping_add(carry) & 0xFFFF_FFFF;
+        // ceil(units * 2^32 / per_sec); units < per_sec <= 10^9 so no overflow. The two
+        // common resolutions get constant divisors, which compile to multiplications.
         let frac = match res {
             TsResolution::Binary(n) => units << (32 - u32::from(n.min(32))),
-            // ceil(units * 2^32 / per_sec); units < per_sec <= 10^9 so no overflow.
+            TsResolution::Decimal(6) => ((units << 32) + 999_999) / 1_000_000,
+            TsResolution::Decimal(9) => ((units << 32) + 999_999_999) / 1_000_000_000,
             TsResolution::Decimal(_) => ((units << 32) + per_sec - 1) / per_sec,
         };
         Timestamp {

@@ -23,7 +23,6 @@
 //! beyond that [`GuardedMap::open`] returns `None` and callers fall back to `read()`.
 
 use std::fs::File;
-use std::os::fd::AsRawFd;
 use std::sync::Once;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 

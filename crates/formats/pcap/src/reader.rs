@@ -1,0 +1,270 @@
+//! Zero-copy pcap reader.
+
+use std::io::Read;
+use std::path::Path;
+
+use tracekit_core::io::{Input, ReadMode};
+use tracekit_core::{
+    CaptureSource, Direction, Error, LinkType, Meta, Packet, PacketKind, Stats, Timestamp,
+};
+
+use crate::header::{FILE_HEADER_LEN, FileHeader};
+
+/// libpcap's default bound on a record's captured length (`MAXIMUM_SNAPLEN`).
+pub const DEFAULT_MAX_CAPLEN: u32 = 262_144;
+
+/// The largest captured length libpcap accepts for a link type (`max_snaplen_for_dlt`):
+/// a record claiming more is damage, not data.
+pub fn max_caplen_for(link: LinkType) -> u32 {
+    match link {
+        LinkType::DBUS => 128 * 1024 * 1024,
+        LinkType::EBHSCR => 8 * 1024 * 1024,
+        LinkType::USBPCAP => 1024 * 1024,
+        _ => DEFAULT_MAX_CAPLEN,
+    }
+}
+
+/// Oddities a reader met and accepted, as tcpdump/libpcap accept them. Each counts the
+/// records concerned and remembers the first one (1-based packet number).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PcapNotes {
+    /// Records whose captured length exceeds the header's snap length.
+    pub caplen_over_snaplen: u64,
+    /// First such record.
+    pub first_caplen_over_snaplen: Option<u64>,
+    /// Records whose captured length exceeds their wire length.
+    pub caplen_over_wire_len: u64,
+    /// Records whose sub-second field was a whole second or more (carried into seconds).
+    pub fraction_overflow: u64,
+}
+
+impl PcapNotes {
+    /// Human-readable notes, one per kind of oddity; empty when there were none.
+    pub fn describe(&self, snaplen: u32) -> Vec<String> {
+        let mut out = Vec::new();
+        if self.caplen_over_snaplen > 0 {
+            out.push(format!(
+                "{} record(s) captured more than the snap length of {snaplen} bytes (first: packet {}); accepted, as tcpdump does",
+                self.caplen_over_snaplen,
+                self.first_caplen_over_snaplen.unwrap_or(0)
+            ));
+        }
+        if self.caplen_over_wire_len > 0 {
+            out.push(format!(
+                "{} record(s) have a captured length larger than their wire length",
+                self.caplen_over_wire_len
+            ));
+        }
+        if self.fraction_overflow > 0 {
+            out.push(format!(
+                "{} record(s) have a sub-second field of a second or more (carried into the seconds)",
+                self.fraction_overflow
+            ));
+        }
+        out
+    }
+}
+
+/// Reads a classic pcap file or stream, lending each packet from the input buffer.
+///
+/// Damaged input: every complete record before the damage is delivered, then an error
+/// naming the byte offset, the packet number and the reason; later calls return
+/// `Ok(None)`.
+///
+/// ```no_run
+/// use tracekit_core::CaptureSource;
+/// use tracekit_pcap::PcapReader;
+///
+/// let mut reader = PcapReader::open("trace.pcap")?;
+/// let (mut packets, mut bytes) = (0u64, 0u64);
+/// while let Some(p) = reader.next_packet()? {
+///     packets += 1;
+///     bytes += p.caplen() as u64;
+/// }
+/// println!("{packets} packets, {bytes} bytes, link type {}", reader.header().link_type);
+/// # Ok::<(), tracekit_core::Error>(())
+/// ```
+pub struct PcapReader {
+    input: Input,
+    header: FileHeader,
+    record_len: usize,
+    max_caplen: u32,
+    packets: u64,
+    notes: PcapNotes,
+    done: bool,
+}
+
+impl PcapReader {
+    /// Opens a file, read the default way ([`ReadMode::Auto`]).
+    pub fn open(path: impl AsRef<Path>) -> Result<PcapReader, Error> {
+        PcapReader::open_with(path, ReadMode::Auto)
+    }
+
+    /// Opens a file with an explicit read mode (mapping or `read()`).
+    pub fn open_with(path: impl AsRef<Path>, mode: ReadMode) -> Result<PcapReader, Error> {
+        PcapReader::from_input(Input::open(path, mode)?)
+    }
+
+    /// Reads from any byte stream (stdin, a pipe).
+    pub fn from_reader(reader: impl Read + Send + 'static) -> Result<PcapReader, Error> {
+        PcapReader::from_input(Input::from_reader(reader))
+    }
+
+    /// Reads from a prepared [`Input`] positioned at the file header (the facade uses
+    /// this after sniffing the format).
+    pub fn from_input(mut input: Input) -> Result<PcapReader, Error> {
+        let have = input.fill(FILE_HEADER_LEN)?;
+        if have < FILE_HEADER_LEN {
+            return Err(input.cut_error("pcap file header", FILE_HEADER_LEN as u64));
+        }
+        let header = FileHeader::parse(&input.available()[..FILE_HEADER_LEN])
+            .map_err(|e| e.with_shared_path(input.path()))?;
+        input.consume(FILE_HEADER_LEN);
+        Ok(PcapReader {
+            record_len: header.record_header_len(),
+            max_caplen: max_caplen_for(header.link_type),
+            input,
+            header,
+            packets: 0,
+            notes: PcapNotes::default(),
+            done: false,
+        })
+    }
+
+    /// The file header.
+    pub fn header(&self) -> &FileHeader {
+        &self.header
+    }
+
+    /// Oddities accepted so far.
+    pub fn notes(&self) -> &PcapNotes {
+        &self.notes
+    }
+
+    /// Records delivered so far.
+    pub fn packets_read(&self) -> u64 {
+        self.packets
+    }
+
+    /// Byte offset of the next record.
+    pub fn position(&self) -> u64 {
+        self.input.position()
+    }
+
+    /// The underlying input (size hint, mapping state).
+    pub fn input(&self) -> &Input {
+        &self.input
+    }
+
+    /// The next packet, borrowed from the input buffer until the next call.
+    #[inline]
+    pub fn next_packet(&mut self) -> Result<Option<Packet<'_>>, Error> {
+        if self.done {
+            return Ok(None);
+        }
+        let hl = self.record_len;
+        let have = self.input.fill(hl)?;
+        if have < hl {
+            self.done = true;
+            if have == 0 {
+                return Ok(None);
+            }
+            return Err(self
+                .input
+                .cut_error("record header", hl as u64)
+                .with_packet(self.packets + 1));
+        }
+        let h = self.input.available();
+        let bo = self.header.byte_order;
+        let ts_sec = bo.u32([h[0], h[1], h[2], h[3]]);
+        let ts_frac = bo.u32([h[4], h[5], h[6], h[7]]);
+        let caplen = bo.u32([h[8], h[9], h[10], h[11]]);
+        let wire_len = bo.u32([h[12], h[13], h[14], h[15]]);
+        let (interface, direction) = if self.header.modified {
+            // ifindex (4), protocol (2), pkt_type (1), pad (1)
+            let ifindex = bo.u32([h[16], h[17], h[18], h[19]]);
+            let direction = match h[22] {
+                0..=3 => Direction::Inbound,
+                4 => Direction::Outbound,
+                _ => Direction::Unknown,
+            };
+            (ifindex, direction)
+        } else {
+            (0, Direction::Unknown)
+        };
+        if caplen > self.max_caplen {
+            return Err(self.bad_caplen(caplen));
+        }
+        if caplen > self.header.snaplen || caplen > wire_len {
+            self.note_lengths(caplen, wire_len);
+        }
+        let total = hl + caplen as usize;
+        if self.input.fill(total)? < total {
+            self.done = true;
+            return Err(self
+                .input
+                .cut_error("record", total as u64)
+                .with_packet(self.packets + 1));
+        }
+        let start = self.input.window_pos() + hl;
+        self.input.consume(total);
+        self.packets += 1;
+        let per_sec = self.header.resolution.units_per_second();
+        if u64::from(ts_frac) >= per_sec {
+            self.notes.fraction_overflow += 1;
+        }
+        let meta = Meta {
+            ts: Timestamp::from_units(ts_sec, u64::from(ts_frac), self.header.resolution),
+            wire_len,
+            link: self.header.link_type,
+            interface,
+            direction,
+            loss: 0,
+            kind: PacketKind::Data,
+        };
+        Ok(Some(Packet::new(
+            self.input.window(start, caplen as usize),
+            meta,
+        )))
+    }
+
+    #[cold]
+    fn bad_caplen(&mut self, caplen: u32) -> Error {
+        self.done = true;
+        Error::malformed(format!(
+            "record claims a captured length of {caplen} bytes, more than the maximum of {} for link type {} (snap length {}): the record header is damaged",
+            self.max_caplen, self.header.link_type, self.header.snaplen
+        ))
+        .with_shared_path(self.input.path())
+        .with_offset(self.input.position())
+        .with_packet(self.packets + 1)
+    }
+
+    #[cold]
+    fn note_lengths(&mut self, caplen: u32, wire_len: u32) {
+        if caplen > self.header.snaplen {
+            self.notes.caplen_over_snaplen += 1;
+            if self.notes.first_caplen_over_snaplen.is_none() {
+                self.notes.first_caplen_over_snaplen = Some(self.packets + 1);
+            }
+        }
+        if caplen > wire_len {
+            self.notes.caplen_over_wire_len += 1;
+        }
+    }
+}
+
+impl CaptureSource for PcapReader {
+    #[inline]
+    fn next_packet(&mut self) -> Result<Option<Packet<'_>>, Error> {
+        PcapReader::next_packet(self)
+    }
+
+    fn stats(&self) -> Stats {
+        Stats {
+            received: self.packets,
+            captured: self.packets,
+            ..Stats::default()
+        }
+    }
+}

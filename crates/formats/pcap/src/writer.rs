@@ -1,0 +1,248 @@
+//! pcap writer.
+
+use std::io::{BufWriter, Write};
+
+use tracekit_core::{
+    CaptureSink, Direction, Error, LinkType, Packet, PacketKind, SinkReport, TsResolution,
+};
+
+use crate::header::{ByteOrder, FileHeader};
+use crate::reader::DEFAULT_MAX_CAPLEN;
+
+/// How a [`PcapWriter`] writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PcapWriterOptions {
+    /// Time stamp resolution: [`TsResolution::MICRO`] or [`TsResolution::NANO`].
+    pub resolution: TsResolution,
+    /// Snap length written in the header; longer packets are cut to it (their wire length
+    /// is kept).
+    pub snaplen: u32,
+    /// Link type of the file; `None` takes the first packet's.
+    pub link_type: Option<LinkType>,
+    /// Byte order of the file (native by default, as libpcap writes).
+    pub byte_order: ByteOrder,
+    /// Whether time stamps that the resolution cannot hold exactly may be rounded down
+    /// (counted in the report). When `false`, such a packet is an error.
+    pub allow_precision_loss: bool,
+}
+
+impl Default for PcapWriterOptions {
+    fn default() -> PcapWriterOptions {
+        PcapWriterOptions {
+            resolution: TsResolution::MICRO,
+            snaplen: DEFAULT_MAX_CAPLEN,
+            link_type: None,
+            byte_order: ByteOrder::NATIVE,
+            allow_precision_loss: false,
+        }
+    }
+}
+
+impl PcapWriterOptions {
+    /// Nanosecond resolution, everything else default.
+    pub fn nanos() -> PcapWriterOptions {
+        PcapWriterOptions {
+            resolution: TsResolution::NANO,
+            ..PcapWriterOptions::default()
+        }
+    }
+}
+
+/// What a pcap file cannot carry, counted per packet.
+#[derive(Debug, Default)]
+struct Losses {
+    first_interface: Option<u32>,
+    interface: u64,
+    direction: u64,
+    loss_counters: u64,
+    precision: u64,
+    snapped: u64,
+    meta_records: u64,
+}
+
+/// Writes a classic pcap file.
+///
+/// ```
+/// use tracekit_core::{LinkType, Meta, Packet, Timestamp};
+/// use tracekit_pcap::{PcapReader, PcapWriter, PcapWriterOptions};
+///
+/// let mut w = PcapWriter::new(Vec::new(), PcapWriterOptions::nanos())?;
+/// let frame = [0xffu8; 60];
+/// w.write_packet(&Packet::new(&frame, Meta::new(Timestamp::from_nanos(10, 7), 60, LinkType::ETHERNET)))?;
+/// let (bytes, report) = w.finish_into_inner()?;
+/// assert_eq!(report.packets, 1);
+///
+/// let mut r = PcapReader::from_reader(std::io::Cursor::new(bytes))?;
+/// let p = r.next_packet()?.unwrap();
+/// assert_eq!((p.ts().secs(), p.ts().subsec_nanos(), p.data()), (10, 7, &frame[..]));
+/// # Ok::<(), tracekit_core::Error>(())
+/// ```
+pub struct PcapWriter<W: Write> {
+    out: BufWriter<W>,
+    options: PcapWriterOptions,
+    link_type: Option<LinkType>,
+    packets: u64,
+    bytes: u64,
+    losses: Losses,
+}
+
+impl<W: Write> PcapWriter<W> {
+    /// A writer over `out` (buffered internally in 1 MiB blocks). The file header is
+    /// written with the first packet, or by `finish` for an empty file.
+    pub fn new(out: W, options: PcapWriterOptions) -> Result<PcapWriter<W>, Error> {
+        if options.resolution != TsResolution::MICRO && options.resolution != TsResolution::NANO
+        {
+            return Err(Error::invalid_argument(format!(
+                "pcap stores time stamps in µs or ns, not {}",
+                options.resolution
+            )));
+        }
+        Ok(PcapWriter {
+            out: BufWriter::with_capacity(1 << 20, out),
+            link_type: None,
+            options,
+            packets: 0,
+            bytes: 0,
+            losses: Losses::default(),
+        })
+    }
+
+    /// Options in use.
+    pub fn options(&self) -> &PcapWriterOptions {
+        &self.options
+    }
+
+    fn write_header(&mut self, link_type: LinkType) -> Result<(), Error> {
+        let header = FileHeader {
+            byte_order: self.options.byte_order,
+            resolution: self.options.resolution,
+            modified: false,
+            version: (2, 4),
+            thiszone: 0,
+            sigfigs: 0,
+            snaplen: self.options.snaplen,
+            link_type,
+            fcs_len: None,
+        };
+        self.out.write_all(&header.to_bytes())?;
+        self.bytes += 24;
+        self.link_type = Some(link_type);
+        Ok(())
+    }
+
+    /// Writes one packet.
+    #[inline]
+    pub fn write_packet(&mut self, packet: &Packet<'_>) -> Result<(), Error> {
+        let meta = packet.meta();
+        if meta.kind == PacketKind::Meta {
+            self.losses.meta_records += 1;
+            return Ok(());
+        }
+        let file_link = match self.link_type {
+            Some(l) => l,
+            None => {
+                let l = self.options.link_type.unwrap_or(meta.link);
+                self.write_header(l)?;
+                l
+            }
+        };
+        if meta.link != file_link {
+            return Err(Error::would_lose(format!(
+                "a pcap file holds one link type: this packet is {} but the file is {} (write pcapng to keep both)",
+                meta.link, file_link
+            ))
+            .with_packet(self.packets + 1));
+        }
+        let res = self.options.resolution;
+        if !meta.ts.is_exact_in(res) {
+            if !self.options.allow_precision_loss {
+                return Err(Error::would_lose(format!(
+                    "time stamp {} cannot be written exactly in {res} resolution (allow precision loss, or write ns)",
+                    meta.ts
+                ))
+                .with_packet(self.packets + 1));
+            }
+            self.losses.precision += 1;
+        }
+        self.note_losses(packet);
+        let data = packet.data();
+        let caplen = data.len().min(self.options.snaplen as usize);
+        if caplen < data.len() {
+            self.losses.snapped += 1;
+        }
+        let bo = self.options.byte_order;
+        let mut rec = [0u8; 16];
+        rec[0..4].copy_from_slice(&bo.put_u32(meta.ts.secs()));
+        rec[4..8].copy_from_slice(&bo.put_u32(meta.ts.subsec_units(res) as u32));
+        rec[8..12].copy_from_slice(&bo.put_u32(caplen as u32));
+        rec[12..16].copy_from_slice(&bo.put_u32(meta.wire_len));
+        self.out.write_all(&rec)?;
+        self.out.write_all(&data[..caplen])?;
+        self.packets += 1;
+        self.bytes += 16 + caplen as u64;
+        Ok(())
+    }
+
+    #[inline]
+    fn note_losses(&mut self, packet: &Packet<'_>) {
+        let meta = packet.meta();
+        let l = &mut self.losses;
+        match l.first_interface {
+            None => l.first_interface = Some(meta.interface),
+            Some(i) if i != meta.interface => l.interface += 1,
+            Some(_) => {}
+        }
+        if meta.direction != Direction::Unknown {
+            l.direction += 1;
+        }
+        if meta.loss != 0 {
+            l.loss_counters += 1;
+        }
+    }
+
+    fn report(&self) -> SinkReport {
+        let mut r = SinkReport {
+            packets: self.packets,
+            bytes: self.bytes,
+            lost: Vec::new(),
+        };
+        let l = &self.losses;
+        r.add_loss("interface id", l.interface);
+        r.add_loss("direction", l.direction);
+        r.add_loss("loss counter", l.loss_counters);
+        r.add_loss("sub-resolution time stamp digits", l.precision);
+        r.add_loss("bytes beyond the snap length", l.snapped);
+        r.add_loss("metadata record (not written)", l.meta_records);
+        r
+    }
+
+    /// Writes the header of an empty file if needed, flushes, and returns the inner
+    /// writer with the report.
+    pub fn finish_into_inner(mut self) -> Result<(W, SinkReport), Error> {
+        if self.link_type.is_none() {
+            self.write_header(self.options.link_type.unwrap_or(LinkType::ETHERNET))?;
+        }
+        self.out.flush()?;
+        let report = self.report();
+        let inner = self
+            .out
+            .into_inner()
+            .map_err(|e| Error::from(e.into_error()))?;
+        Ok((inner, report))
+    }
+
+    /// Flushes and reports; `Ok` means the output is complete.
+    pub fn finish(self) -> Result<SinkReport, Error> {
+        self.finish_into_inner().map(|(_, report)| report)
+    }
+}
+
+impl<W: Write> CaptureSink for PcapWriter<W> {
+    fn write_packet(&mut self, packet: &Packet<'_>) -> Result<(), Error> {
+        PcapWriter::write_packet(self, packet)
+    }
+
+    fn finish(self: Box<Self>) -> Result<SinkReport, Error> {
+        PcapWriter::finish(*self)
+    }
+}
