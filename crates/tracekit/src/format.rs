@@ -1,0 +1,123 @@
+//! The capture formats tracekit knows, recognised by content or by file name.
+
+use std::fmt;
+
+use tracekit_core::Error;
+use tracekit_core::io::Compression;
+use tracekit_pcap::FileHeader;
+
+/// A trace file format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Format {
+    /// Classic pcap (µs or ns, either byte order).
+    Pcap,
+    /// pcapng (recognised; reading and writing arrive with the pcapng crate).
+    Pcapng,
+    /// Endace ERF (named for URIs; reading and writing arrive with the ERF crate).
+    Erf,
+}
+
+/// First bytes of every pcapng file: the Section Header Block type.
+const PCAPNG_SHB: [u8; 4] = [0x0a, 0x0d, 0x0d, 0x0a];
+
+impl Format {
+    /// Bytes [`Format::detect`] looks at.
+    pub const SNIFF_LEN: usize = 24;
+
+    /// Lower-case name, as used in URIs and `--format`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::Pcap => "pcap",
+            Format::Pcapng => "pcapng",
+            Format::Erf => "erf",
+        }
+    }
+
+    /// Parses a format name (`pcap`, `pcapng`, `erf`).
+    pub fn from_name(name: &str) -> Option<Format> {
+        match name.to_ascii_lowercase().as_str() {
+            "pcap" | "libpcap" | "tcpdump" => Some(Format::Pcap),
+            "pcapng" | "ntar" => Some(Format::Pcapng),
+            "erf" | "dag" => Some(Format::Erf),
+            _ => None,
+        }
+    }
+
+    /// Recognises the format of (decompressed) content from its first bytes; names the
+    /// problem when the content is compressed or unknown.
+    pub fn detect(head: &[u8]) -> Result<Format, Error> {
+        if FileHeader::is_pcap(head) {
+            return Ok(Format::Pcap);
+        }
+        if head.starts_with(&PCAPNG_SHB) {
+            return Ok(Format::Pcapng);
+        }
+        match Compression::detect(head) {
+            Compression::None => {}
+            c => {
+                return Err(Error::unsupported(format!(
+                    "the input is {c}-compressed, and this build of tracekit does not decompress yet (decompress it first, e.g. with `{} -dc`)",
+                    c.name()
+                )));
+            }
+        }
+        if head.is_empty() {
+            return Err(Error::unknown_format("the input is empty"));
+        }
+        let shown: Vec<String> = head.iter().take(8).map(|b| format!("{b:02x}")).collect();
+        Err(Error::unknown_format(format!(
+            "not a capture format tracekit knows (first bytes: {})",
+            shown.join(" ")
+        )))
+    }
+
+    /// The format a file name asks for by its extension, after any compression
+    /// extension (`x.pcap.gz` is pcap).
+    pub fn from_file_name(name: &str) -> Option<Format> {
+        let lower = name.to_ascii_lowercase();
+        let stem = match Compression::from_file_name(&lower) {
+            Compression::None => lower.as_str(),
+            _ => lower.rsplit_once('.').map_or("", |(stem, _)| stem),
+        };
+        let ext = stem.rsplit_once('.').map(|(_, e)| e)?;
+        match ext {
+            "pcap" | "cap" | "dmp" => Some(Format::Pcap),
+            "pcapng" | "ntar" => Some(Format::Pcapng),
+            "erf" => Some(Format::Erf),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for Format {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names() {
+        assert_eq!(Format::from_file_name("a/b.pcap"), Some(Format::Pcap));
+        assert_eq!(Format::from_file_name("x.pcapng.zst"), Some(Format::Pcapng));
+        assert_eq!(Format::from_file_name("x.PCAP.gz"), Some(Format::Pcap));
+        assert_eq!(Format::from_file_name("x.erf"), Some(Format::Erf));
+        assert_eq!(Format::from_file_name("x.txt"), None);
+        assert_eq!(Format::from_file_name("noext"), None);
+    }
+
+    #[test]
+    fn content() {
+        assert_eq!(Format::detect(&[0xd4, 0xc3, 0xb2, 0xa1]).unwrap(), Format::Pcap);
+        assert_eq!(Format::detect(&[0xa1, 0xb2, 0x3c, 0x4d]).unwrap(), Format::Pcap);
+        assert_eq!(Format::detect(&PCAPNG_SHB).unwrap(), Format::Pcapng);
+        let gz = Format::detect(&[0x1f, 0x8b, 8, 0]).unwrap_err().to_string();
+        assert!(gz.contains("gzip-compressed"), "{gz}");
+        let junk = Format::detect(b"hello world").unwrap_err().to_string();
+        assert!(junk.contains("68 65 6c 6c"), "{junk}");
+    }
+}

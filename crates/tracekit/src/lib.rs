@@ -1,0 +1,53 @@
+//! tracekit: read, write and convert packet traces through one safe, zero-copy API.
+//!
+//! - [`open`] a trace by path (format detected from the content, never the name), `-` for
+//!   standard input, or `pcap:path` to insist on a format; read it with
+//!   [`CaptureSource::next_packet`], which lends each packet straight from the input
+//!   buffer.
+//! - [`create`] an output trace, its format taken from the name (`x.pcap`) or from
+//!   [`CreateOptions`]; [`Sink::finish`] says whether the output is complete and what the
+//!   format could not carry.
+//! - [`Summary`] accumulates capinfos-style figures.
+//!
+//! Formats: classic pcap today ([`tracekit_pcap`]); pcapng, ERF, compression and live
+//! capture plug in here as they land, each as one more arm of the [`Source`]/[`Sink`]
+//! enums.
+//!
+//! ```no_run
+//! use tracekit::{CaptureSource, CreateOptions, Summary, TsResolution};
+//!
+//! // Copy the first 100 packets of a trace into a nanosecond pcap.
+//! let mut source = tracekit::open("in.pcap")?;
+//! let options = CreateOptions { ts_resolution: Some(TsResolution::NANO), ..Default::default() };
+//! let mut sink = tracekit::create("first100.pcap", &options)?;
+//! let mut summary = Summary::default();
+//! while let Some(packet) = source.next_packet()? {
+//!     if summary.packets == 100 {
+//!         break;
+//!     }
+//!     summary.add(&packet);
+//!     sink.write_packet(&packet)?;
+//! }
+//! sink.finish()?;
+//! println!("{} packets, {} bytes", summary.packets, summary.captured_bytes);
+//! # Ok::<(), tracekit::Error>(())
+//! ```
+
+#![forbid(unsafe_code)]
+
+mod format;
+mod sink;
+mod source;
+mod summary;
+
+pub use format::Format;
+pub use sink::{CreateOptions, Sink, create};
+pub use source::{OpenOptions, Source, open, open_with};
+pub use summary::Summary;
+
+pub use tracekit_core::io::{Compression, ReadMode};
+pub use tracekit_core::{
+    CaptureSink, CaptureSource, Direction, Error, ErrorKind, LinkType, Meta, OwnedPacket, Packet,
+    PacketKind, SinkReport, Stats, Timestamp, TsResolution,
+};
+pub use {tracekit_core as core, tracekit_pcap as pcap};

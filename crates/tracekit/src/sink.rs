@@ -1,0 +1,141 @@
+//! Creating a trace: the output format from the name or an option, and the [`Sink`] enum
+//! over every writable format.
+
+use std::fs::File;
+use std::io::{self, Write};
+use std::path::Path;
+
+use tracekit_core::io::Compression;
+use tracekit_core::{CaptureSink, Error, LinkType, Packet, SinkReport, TsResolution};
+use tracekit_pcap::{PcapWriter, PcapWriterOptions};
+
+use crate::format::Format;
+
+/// How [`create`] writes.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct CreateOptions {
+    /// The output format; by default taken from the file name (`x.pcap`), and pcap for
+    /// standard output.
+    pub format: Option<Format>,
+    /// Time stamp resolution; pcap default: µs.
+    pub ts_resolution: Option<TsResolution>,
+    /// Whether time stamps may be rounded down to the output resolution (counted in the
+    /// report). Without it, a packet whose time stamp would change is an error.
+    pub allow_precision_loss: bool,
+    /// Snap length: packets are cut to it (wire length kept).
+    pub snaplen: Option<u32>,
+    /// Link type for formats with one per file (pcap); default: the first packet's.
+    pub link_type: Option<LinkType>,
+}
+
+/// Where output bytes go.
+type Output = Box<dyn Write + Send>;
+
+/// An output trace of any supported format.
+///
+/// ```no_run
+/// use tracekit::{CaptureSource, CreateOptions};
+///
+/// let mut source = tracekit::open("in.pcap")?;
+/// let mut sink = tracekit::create("out.pcap", &CreateOptions::default())?;
+/// while let Some(packet) = source.next_packet()? {
+///     sink.write_packet(&packet)?;
+/// }
+/// let report = sink.finish()?;
+/// if let Some(lost) = report.loss_summary() {
+///     eprintln!("{lost}");
+/// }
+/// # Ok::<(), tracekit::Error>(())
+/// ```
+pub struct Sink {
+    kind: SinkKind,
+    format: Format,
+}
+
+enum SinkKind {
+    Pcap(PcapWriter<Output>),
+}
+
+/// Creates a trace for writing: a path or `-` for standard output. The format comes
+/// from `options.format`, else from the name's extension (`.pcap`, `.cap`).
+pub fn create(uri: &str, options: &CreateOptions) -> Result<Sink, Error> {
+    let (format, path) = match uri.split_once(':') {
+        Some((scheme, rest)) if !rest.is_empty() && Format::from_name(scheme).is_some() => {
+            (Format::from_name(scheme), rest)
+        }
+        _ => (None, uri),
+    };
+    let format = match options.format.or(format) {
+        Some(f) => f,
+        None if path == "-" => Format::Pcap,
+        None => Format::from_file_name(path).ok_or_else(|| {
+            Error::invalid_argument(format!(
+                "cannot tell the output format from the name '{path}': give a .pcap name or a format"
+            ))
+        })?,
+    };
+    let compression = Compression::from_file_name(path);
+    if compression != Compression::None {
+        return Err(Error::unsupported(format!(
+            "writing {compression}-compressed output is not part of this build of tracekit yet"
+        ))
+        .with_path(path));
+    }
+    let out: Output = if path == "-" {
+        Box::new(io::stdout())
+    } else {
+        Box::new(File::create(Path::new(path)).map_err(|e| Error::from(e).with_path(path))?)
+    };
+    let kind = match format {
+        Format::Pcap => {
+            let defaults = PcapWriterOptions::default();
+            let pcap_options = PcapWriterOptions {
+                resolution: options.ts_resolution.unwrap_or(defaults.resolution),
+                snaplen: options.snaplen.unwrap_or(defaults.snaplen),
+                link_type: options.link_type,
+                allow_precision_loss: options.allow_precision_loss,
+                ..defaults
+            };
+            SinkKind::Pcap(PcapWriter::new(out, pcap_options).map_err(|e| e.with_path(path))?)
+        }
+        other => {
+            return Err(Error::unsupported(format!(
+                "writing {other} is not part of this build of tracekit yet"
+            ))
+            .with_path(path));
+        }
+    };
+    Ok(Sink { kind, format })
+}
+
+impl Sink {
+    /// The output format.
+    pub fn format(&self) -> Format {
+        self.format
+    }
+
+    /// Writes one packet.
+    #[inline]
+    pub fn write_packet(&mut self, packet: &Packet<'_>) -> Result<(), Error> {
+        match &mut self.kind {
+            SinkKind::Pcap(w) => w.write_packet(packet),
+        }
+    }
+
+    /// Flushes and reports; `Ok` means the output is complete.
+    pub fn finish(self) -> Result<SinkReport, Error> {
+        match self.kind {
+            SinkKind::Pcap(w) => w.finish(),
+        }
+    }
+}
+
+impl CaptureSink for Sink {
+    fn write_packet(&mut self, packet: &Packet<'_>) -> Result<(), Error> {
+        Sink::write_packet(self, packet)
+    }
+
+    fn finish(self: Box<Self>) -> Result<SinkReport, Error> {
+        Sink::finish(*self)
+    }
+}
