@@ -135,6 +135,13 @@ impl Source {
         }
     }
 
+    /// The link type the trace declares for all its packets (pcap's header), if any.
+    pub fn declared_link_type(&self) -> Option<tracekit_core::LinkType> {
+        match &self.kind {
+            SourceKind::Pcap(r) => Some(r.header().link_type),
+        }
+    }
+
     /// The finest time stamp resolution of the trace.
     pub fn ts_resolution(&self) -> TsResolution {
         match &self.kind {

@@ -1,0 +1,131 @@
+//! `tracekit convert`: copy a trace into another format or time stamp resolution.
+
+use std::path::Path;
+
+use anyhow::{Context, Result, bail};
+use clap::{Args, ValueEnum};
+use tracekit::{CaptureSource, CreateOptions, Format, TsResolution};
+
+use crate::Outcome;
+use crate::progress::Progress;
+
+/// Copy a trace into another file, format or time stamp resolution.
+///
+/// The output format comes from the output name (`.pcap`) or `--format`; `-` writes to
+/// standard output. Time stamps keep the input's resolution unless `--ts-resolution`
+/// asks for another; asking for a coarser one (ns to µs) is the explicit consent to
+/// round, and the number of packets that lost digits is reported.
+///
+/// Example: `tracekit convert --ts-resolution ns in.pcap out.pcap`
+#[derive(Args)]
+pub struct ConvertArgs {
+    /// Input trace (`-` for standard input).
+    input: String,
+    /// Output trace (`-` for standard output).
+    output: String,
+    /// Output format (default: from the output name; pcap for standard output).
+    #[arg(long, value_parser = parse_format)]
+    format: Option<Format>,
+    /// Output time stamp resolution (default: the input's).
+    #[arg(long, value_enum)]
+    ts_resolution: Option<Resolution>,
+    /// Cut packets to at most this many bytes (default: the input's snap length).
+    #[arg(long)]
+    snaplen: Option<u32>,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum Resolution {
+    /// Microseconds.
+    Us,
+    /// Nanoseconds.
+    Ns,
+}
+
+fn parse_format(s: &str) -> Result<Format, String> {
+    Format::from_name(s).ok_or_else(|| format!("unknown format '{s}' (known: pcap, pcapng, erf)"))
+}
+
+/// Refuses to write over the input.
+fn check_not_same_file(input: &str, output: &str) -> Result<()> {
+    if input == "-" || output == "-" || !Path::new(output).exists() {
+        return Ok(());
+    }
+    let a = std::fs::canonicalize(input);
+    let b = std::fs::canonicalize(output);
+    if let (Ok(a), Ok(b)) = (a, b) {
+        if a == b {
+            bail!("the output {output} is the input file: refusing to overwrite it");
+        }
+    }
+    Ok(())
+}
+
+pub fn run(args: ConvertArgs) -> Result<Outcome> {
+    check_not_same_file(&args.input, &args.output)?;
+    let mut source = tracekit::open(&args.input)?;
+    let input_res = source.ts_resolution();
+    let (resolution, allow_loss) = match args.ts_resolution {
+        Some(Resolution::Us) => (TsResolution::MICRO, true),
+        Some(Resolution::Ns) => (TsResolution::NANO, true),
+        None if input_res == TsResolution::MICRO => (TsResolution::MICRO, false),
+        None => (TsResolution::NANO, false),
+    };
+    let options = CreateOptions {
+        format: args.format,
+        ts_resolution: Some(resolution),
+        allow_precision_loss: allow_loss,
+        snaplen: args.snaplen.or(source.snaplen()),
+        link_type: source.declared_link_type(),
+    };
+    let mut sink = tracekit::create(&args.output, &options)
+        .with_context(|| format!("cannot create {}", args.output))?;
+    let mut progress = Progress::new(&args.input, source.size_hint());
+    let mut written = 0u64;
+    let read_error = loop {
+        let packet = match source.next_packet() {
+            Ok(Some(p)) => p,
+            Ok(None) => break None,
+            Err(e) => break Some(e),
+        };
+        if let Err(e) = sink.write_packet(&packet) {
+            progress.finish();
+            if e.is_broken_pipe() {
+                return Ok(Outcome::Ok);
+            }
+            eprintln!(
+                "tracekit convert: {e}\ntracekit convert: {} is incomplete: it holds the first {written} packets",
+                args.output
+            );
+            return Ok(Outcome::Failed);
+        }
+        written += 1;
+        progress.tick(|| source.position());
+    };
+    progress.finish();
+    let report = match sink.finish() {
+        Ok(r) => r,
+        Err(e) if e.is_broken_pipe() => return Ok(Outcome::Ok),
+        Err(e) => {
+            eprintln!(
+                "tracekit convert: {e}\ntracekit convert: {} is incomplete",
+                args.output
+            );
+            return Ok(Outcome::Failed);
+        }
+    };
+    for note in source.notes() {
+        eprintln!("tracekit convert: {}: note: {note}", args.input);
+    }
+    if let Some(lost) = report.loss_summary() {
+        eprintln!("tracekit convert: {}: {lost}", args.output);
+    }
+    if let Some(e) = read_error {
+        eprintln!(
+            "tracekit convert: {e}\ntracekit convert: {} is a complete file holding the {} packets before the damage",
+            args.output, report.packets
+        );
+        return Ok(Outcome::Failed);
+    }
+    Ok(Outcome::Ok)
+}

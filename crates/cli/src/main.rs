@@ -1,0 +1,64 @@
+//! The `tracekit` command. Thin glue over the `tracekit` library: parsing arguments,
+//! printing, exit codes. Anything a library user would also want lives in the library.
+
+mod convert;
+mod info;
+mod progress;
+mod timefmt;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// Read, write and convert packet traces.
+#[derive(Parser)]
+#[command(name = "tracekit", version, about, long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    Info(info::InfoArgs),
+    Convert(convert::ConvertArgs),
+}
+
+/// How a command ended, for the exit status: 0 success, 1 a trace or output problem
+/// (reported on stderr), 2 bad usage (from clap).
+pub enum Outcome {
+    Ok,
+    Failed,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Info(args) => info::run(args),
+        Command::Convert(args) => convert::run(args),
+    };
+    match result {
+        Ok(Outcome::Ok) => ExitCode::SUCCESS,
+        Ok(Outcome::Failed) => ExitCode::from(1),
+        Err(e) => {
+            if is_broken_pipe(&e) {
+                // `tracekit ... | head`: the reader went away; that is not an error.
+                return ExitCode::SUCCESS;
+            }
+            eprintln!("tracekit: {e:#}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// Whether an error is a closed stdout.
+pub fn is_broken_pipe(e: &anyhow::Error) -> bool {
+    e.chain().any(|cause| {
+        cause
+            .downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+            || cause
+                .downcast_ref::<tracekit::Error>()
+                .is_some_and(tracekit::Error::is_broken_pipe)
+    })
+}
