@@ -53,10 +53,10 @@ fn check_not_same_file(input: &str, output: &str) -> Result<()> {
     }
     let a = std::fs::canonicalize(input);
     let b = std::fs::canonicalize(output);
-    if let (Ok(a), Ok(b)) = (a, b) {
-        if a == b {
-            bail!("the output {output} is the input file: refusing to overwrite it");
-        }
+    if let (Ok(a), Ok(b)) = (a, b)
+        && a == b
+    {
+        bail!("the output {output} is the input file: refusing to overwrite it");
     }
     Ok(())
 }

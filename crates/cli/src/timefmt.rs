@@ -56,7 +56,10 @@ mod tests {
 
     #[test]
     fn known_dates() {
-        assert_eq!(utc(Timestamp::from_micros(0, 0)), "1970-01-01 00:00:00.000000 UTC");
+        assert_eq!(
+            utc(Timestamp::from_micros(0, 0)),
+            "1970-01-01 00:00:00.000000 UTC"
+        );
         // 2000-02-29 (leap day) 12:34:56
         assert_eq!(
             utc(Timestamp::from_nanos(951_827_696, 5)),

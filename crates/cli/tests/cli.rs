@@ -30,8 +30,17 @@ fn have(tool: &str) -> bool {
 }
 
 fn info_json(path: &Path) -> serde_json::Value {
-    let out = tracekit().arg("info").arg("--json").arg(path).output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = tracekit()
+        .arg("info")
+        .arg("--json")
+        .arg(path)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
@@ -48,8 +57,17 @@ fn info_json_has_exactly_the_documented_keys() {
     let mut keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
     keys.sort_unstable();
     let mut want = vec![
-        "file", "format", "compression", "link_types", "packets", "captured_bytes", "wire_bytes",
-        "first_ts_ns", "last_ts_ns", "duration_ns", "snaplen",
+        "file",
+        "format",
+        "compression",
+        "link_types",
+        "packets",
+        "captured_bytes",
+        "wire_bytes",
+        "first_ts_ns",
+        "last_ts_ns",
+        "duration_ns",
+        "snaplen",
     ];
     want.sort_unstable();
     assert_eq!(keys, want);
@@ -86,10 +104,22 @@ fn info_agrees_with_capinfos() {
         let cols: Vec<&str> = text.trim_end().split('\t').collect();
         // file, snaplen, min, max, packets, data bytes, first, last
         let v = info_json(&path);
-        assert_eq!(v["snaplen"], cols[1].parse::<u64>().unwrap(), "{name} snaplen");
-        assert_eq!(v["packets"], cols[4].parse::<u64>().unwrap(), "{name} packets");
+        assert_eq!(
+            v["snaplen"],
+            cols[1].parse::<u64>().unwrap(),
+            "{name} snaplen"
+        );
+        assert_eq!(
+            v["packets"],
+            cols[4].parse::<u64>().unwrap(),
+            "{name} packets"
+        );
         // capinfos "data size" sums the original (wire) lengths
-        assert_eq!(v["wire_bytes"], cols[5].parse::<u64>().unwrap(), "{name} bytes");
+        assert_eq!(
+            v["wire_bytes"],
+            cols[5].parse::<u64>().unwrap(),
+            "{name} bytes"
+        );
         assert_eq!(v["first_ts_ns"], epoch_ns(cols[6]), "{name} first");
         assert_eq!(v["last_ts_ns"], epoch_ns(cols[7]), "{name} last");
         assert_eq!(
@@ -103,7 +133,11 @@ fn info_agrees_with_capinfos() {
 #[test]
 fn info_reads_stdin() {
     let file = std::fs::File::open(corpus("libtrace__vlan.pcap")).unwrap();
-    let out = tracekit().args(["info", "--json", "-"]).stdin(file).output().unwrap();
+    let out = tracekit()
+        .args(["info", "--json", "-"])
+        .stdin(file)
+        .output()
+        .unwrap();
     assert!(out.status.success());
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["packets"], 395);
@@ -122,7 +156,10 @@ fn info_on_damage_reports_good_packets_and_fails() {
     assert_eq!(v["packets"], 299);
     let err = String::from_utf8(out.stderr).unwrap();
     assert!(err.contains("packet 300 at byte offset 108284"), "{err}");
-    assert!(err.contains("record header: 16 bytes needed, 7 present"), "{err}");
+    assert!(
+        err.contains("record header: 16 bytes needed, 7 present"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -135,7 +172,10 @@ fn info_names_unknown_and_missing_files() {
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
     let err = String::from_utf8(out.stderr).unwrap();
-    assert!(err.contains("pcapparser__err-eof.bin: byte offset 0: not a capture format"), "{err}");
+    assert!(
+        err.contains("pcapparser__err-eof.bin: byte offset 0: not a capture format"),
+        "{err}"
+    );
     assert!(err.contains("/nonexistent.pcap: No such file"), "{err}");
 }
 
@@ -144,12 +184,24 @@ fn convert_keeps_resolution_and_bytes_by_default() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("copy.pcap");
     let input = corpus("swapbe_nsec__libtrace__100_packetsns.pcap");
-    let st = tracekit().arg("convert").arg(&input).arg(&out).status().unwrap();
+    let st = tracekit()
+        .arg("convert")
+        .arg(&input)
+        .arg(&out)
+        .status()
+        .unwrap();
     assert!(st.success());
     // Same packets and ns time stamps; written little-endian (native), like libpcap.
     let a = info_json(&input);
     let b = info_json(&out);
-    for key in ["packets", "captured_bytes", "wire_bytes", "first_ts_ns", "last_ts_ns", "snaplen"] {
+    for key in [
+        "packets",
+        "captured_bytes",
+        "wire_bytes",
+        "first_ts_ns",
+        "last_ts_ns",
+        "snaplen",
+    ] {
         assert_eq!(a[key], b[key], "{key}");
     }
     let bytes = std::fs::read(&out).unwrap();
@@ -158,12 +210,17 @@ fn convert_keeps_resolution_and_bytes_by_default() {
 
 /// A nanosecond pcap whose time stamps have sub-microsecond digits.
 fn write_ns_trace(path: &Path) {
-    let options = CreateOptions { ts_resolution: Some(TsResolution::NANO), snaplen: Some(65535), ..Default::default() };
+    let options = CreateOptions {
+        ts_resolution: Some(TsResolution::NANO),
+        snaplen: Some(65535),
+        ..Default::default()
+    };
     let mut sink = tracekit::create(path.to_str().unwrap(), &options).unwrap();
     let frame = [0x42u8; 60];
     for i in 0..10u32 {
         let ts = Timestamp::from_nanos(1_700_000_000 + i, 123_456_789 + i);
-        sink.write_packet(&Packet::new(&frame, Meta::new(ts, 60, LinkType::ETHERNET))).unwrap();
+        sink.write_packet(&Packet::new(&frame, Meta::new(ts, 60, LinkType::ETHERNET)))
+            .unwrap();
     }
     sink.finish().unwrap();
 }
@@ -182,14 +239,25 @@ fn convert_to_microseconds_matches_editcap() {
         .unwrap();
     assert!(out.status.success());
     let err = String::from_utf8(out.stderr).unwrap();
-    assert!(err.contains("sub-resolution time stamp digits of 10 packet(s)"), "{err}");
+    assert!(
+        err.contains("sub-resolution time stamp digits of 10 packet(s)"),
+        "{err}"
+    );
     let v = info_json(&ours);
     assert_eq!(v["first_ts_ns"], 1_700_000_000_123_456_000u64);
     if have("editcap") {
         let theirs = dir.path().join("theirs.pcap");
-        let st = Command::new("editcap").args(["-F", "pcap"]).arg(&ns).arg(&theirs).status().unwrap();
+        let st = Command::new("editcap")
+            .args(["-F", "pcap"])
+            .arg(&ns)
+            .arg(&theirs)
+            .status()
+            .unwrap();
         assert!(st.success());
-        assert_eq!(std::fs::read(&ours).unwrap(), std::fs::read(&theirs).unwrap());
+        assert_eq!(
+            std::fs::read(&ours).unwrap(),
+            std::fs::read(&theirs).unwrap()
+        );
     }
 }
 
@@ -202,11 +270,30 @@ fn convert_micro_to_nano_matches_editcap() {
     let input = corpus("libtrace__100_packets.pcap");
     let ours = dir.path().join("ours.pcap");
     let theirs = dir.path().join("theirs.pcap");
-    assert!(tracekit().args(["convert", "--ts-resolution", "ns"]).arg(&input).arg(&ours).status().unwrap().success());
-    assert!(Command::new("editcap").args(["-F", "nsecpcap"]).arg(&input).arg(&theirs).status().unwrap().success());
+    assert!(
+        tracekit()
+            .args(["convert", "--ts-resolution", "ns"])
+            .arg(&input)
+            .arg(&ours)
+            .status()
+            .unwrap()
+            .success()
+    );
+    assert!(
+        Command::new("editcap")
+            .args(["-F", "nsecpcap"])
+            .arg(&input)
+            .arg(&theirs)
+            .status()
+            .unwrap()
+            .success()
+    );
     // editcap writes snaplen 65536 for this file where the input says 65535; compare the
     // records, which is what matters.
-    assert_eq!(std::fs::read(&ours).unwrap()[24..], std::fs::read(&theirs).unwrap()[24..]);
+    assert_eq!(
+        std::fs::read(&ours).unwrap()[24..],
+        std::fs::read(&theirs).unwrap()[24..]
+    );
 }
 
 #[test]
@@ -240,7 +327,10 @@ fn convert_of_damaged_input_leaves_a_complete_file_and_fails() {
         .unwrap();
     assert_eq!(o.status.code(), Some(1));
     let err = String::from_utf8(o.stderr).unwrap();
-    assert!(err.contains("complete file holding the 199 packets"), "{err}");
+    assert!(
+        err.contains("complete file holding the 199 packets"),
+        "{err}"
+    );
     assert_eq!(info_json(&out)["packets"], 199);
 }
 
@@ -271,7 +361,11 @@ fn closed_stdout_ends_quietly() {
     drop(stdout);
     let out = child.wait_with_output().unwrap();
     assert!(out.status.success(), "{:?}", out.status);
-    assert!(out.stderr.is_empty(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 #[test]
@@ -282,4 +376,35 @@ fn every_command_has_help_with_an_example() {
         let text = String::from_utf8(out.stdout).unwrap();
         assert!(text.contains("Example: `tracekit"), "{cmd}: {text}");
     }
+}
+
+#[test]
+fn readme_quick_start_runs_as_written() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    // The two set-up commands, exactly as the README gives them.
+    let run = "cargo run --release -p tracekit-cli -- info samples/sample.pcap";
+    assert!(
+        readme.contains(run),
+        "README quick start changed: update this test"
+    );
+    assert!(
+        readme.contains("./scripts/test"),
+        "README test command changed"
+    );
+    assert!(root.join("scripts/test").exists());
+    // What `cargo run ... -- info samples/sample.pcap` runs, from the repository root.
+    let out = tracekit()
+        .args(["info", "samples/sample.pcap"])
+        .current_dir(&root)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("Packets:         400"), "{text}");
+    assert!(text.contains("Link types:      ETHERNET (1)"), "{text}");
 }

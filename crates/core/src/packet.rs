@@ -211,11 +211,8 @@ mod tests {
     #[test]
     fn snapped_keeps_wire_len() {
         let bytes = [1u8; 100];
-        let p = Packet::new(
-            &bytes,
-            Meta::new(Timestamp::ZERO, 100, LinkType::ETHERNET),
-        )
-        .snapped(64);
+        let p =
+            Packet::new(&bytes, Meta::new(Timestamp::ZERO, 100, LinkType::ETHERNET)).snapped(64);
         assert_eq!(p.caplen(), 64);
         assert_eq!(p.wire_len(), 100);
         assert!(p.is_truncated());

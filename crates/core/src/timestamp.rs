@@ -162,9 +162,9 @@ impl Timestamp {
         // common resolutions get constant divisors, which compile to multiplications.
         let frac = match res {
             TsResolution::Binary(n) => units << (32 - u32::from(n.min(32))),
-            TsResolution::Decimal(6) => ((units << 32) + 999_999) / 1_000_000,
-            TsResolution::Decimal(9) => ((units << 32) + 999_999_999) / 1_000_000_000,
-            TsResolution::Decimal(_) => ((units << 32) + per_sec - 1) / per_sec,
+            TsResolution::Decimal(6) => (units << 32).div_ceil(1_000_000),
+            TsResolution::Decimal(9) => (units << 32).div_ceil(1_000_000_000),
+            TsResolution::Decimal(_) => (units << 32).div_ceil(per_sec),
         };
         Timestamp {
             raw: (secs << 32) | frac,

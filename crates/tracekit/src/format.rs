@@ -112,8 +112,14 @@ mod tests {
 
     #[test]
     fn content() {
-        assert_eq!(Format::detect(&[0xd4, 0xc3, 0xb2, 0xa1]).unwrap(), Format::Pcap);
-        assert_eq!(Format::detect(&[0xa1, 0xb2, 0x3c, 0x4d]).unwrap(), Format::Pcap);
+        assert_eq!(
+            Format::detect(&[0xd4, 0xc3, 0xb2, 0xa1]).unwrap(),
+            Format::Pcap
+        );
+        assert_eq!(
+            Format::detect(&[0xa1, 0xb2, 0x3c, 0x4d]).unwrap(),
+            Format::Pcap
+        );
         assert_eq!(Format::detect(&PCAPNG_SHB).unwrap(), Format::Pcapng);
         let gz = Format::detect(&[0x1f, 0x8b, 8, 0]).unwrap_err().to_string();
         assert!(gz.contains("gzip-compressed"), "{gz}");

@@ -6,9 +6,9 @@ use std::path::{Path, PathBuf};
 use tracekit::{CaptureSource, CreateOptions, ErrorKind, Format, ReadMode, TsResolution};
 
 fn corpus(name: &str) -> String {
-    let dir = std::env::var("TRACEKIT_CORPUS").map(PathBuf::from).unwrap_or_else(|_| {
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/corpus")
-    });
+    let dir = std::env::var("TRACEKIT_CORPUS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|_| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/corpus"));
     dir.join(name).to_str().unwrap().to_string()
 }
 
@@ -32,31 +32,46 @@ fn content_decides_not_the_extension() {
     assert!(matches!(err.kind(), ErrorKind::Unsupported(_)), "{err}");
     assert!(err.to_string().contains("pcapng"), "{err}");
     // ".gz" name, plain ERF content: not taken for gzip
-    let err = tracekit::open(&corpus("libtrace__large_legacy.gz")).err().unwrap();
+    let err = tracekit::open(&corpus("libtrace__large_legacy.gz"))
+        .err()
+        .unwrap();
     assert!(!err.to_string().contains("gzip"), "{err}");
     // real gzip: named as such
-    let err = tracekit::open(&corpus("libtrace__vlan.pcap.gz")).err().unwrap();
+    let err = tracekit::open(&corpus("libtrace__vlan.pcap.gz"))
+        .err()
+        .unwrap();
     assert!(err.to_string().contains("gzip-compressed"), "{err}");
     assert!(err.to_string().contains("libtrace__vlan.pcap.gz"), "{err}");
 }
 
 #[test]
 fn forced_format_must_match() {
-    assert_eq!(count(&format!("pcap:{}", corpus("libtrace__vlan.pcap"))), 395);
-    let err = tracekit::open(&format!("pcapng:{}", corpus("libtrace__vlan.pcap"))).err().unwrap();
+    assert_eq!(
+        count(&format!("pcap:{}", corpus("libtrace__vlan.pcap"))),
+        395
+    );
+    let err = tracekit::open(&format!("pcapng:{}", corpus("libtrace__vlan.pcap")))
+        .err()
+        .unwrap();
     assert!(err.to_string().contains("asked to read pcapng"), "{err}");
 }
 
 #[test]
 fn missing_file_names_the_path() {
     let err = tracekit::open("/nonexistent/x.pcap").err().unwrap();
-    assert!(err.to_string().starts_with("/nonexistent/x.pcap: "), "{err}");
+    assert!(
+        err.to_string().starts_with("/nonexistent/x.pcap: "),
+        "{err}"
+    );
 }
 
 #[test]
 fn both_read_modes_agree() {
     for mode in [ReadMode::Mmap, ReadMode::Read] {
-        let options = tracekit::OpenOptions { read_mode: mode, format: None };
+        let options = tracekit::OpenOptions {
+            read_mode: mode,
+            format: None,
+        };
         let mut s = tracekit::open_with(&corpus("ndpi__1kxun.pcap"), &options).unwrap();
         let mut summary = tracekit::Summary::default();
         while let Some(p) = s.next_packet().unwrap() {
@@ -85,16 +100,27 @@ fn copy_through_the_facade_is_identical() {
     let report = sink.finish().unwrap();
     assert_eq!(report.packets, 9);
     assert!(report.lost.is_empty());
-    assert_eq!(std::fs::read(&out).unwrap(), std::fs::read(&src_path).unwrap());
+    assert_eq!(
+        std::fs::read(&out).unwrap(),
+        std::fs::read(&src_path).unwrap()
+    );
 }
 
 #[test]
 fn create_needs_a_known_name_or_format() {
     let dir = tempfile::tempdir().unwrap();
     let bad = dir.path().join("x.txt");
-    let err = tracekit::create(bad.to_str().unwrap(), &CreateOptions::default()).err().unwrap();
-    assert!(err.to_string().contains("cannot tell the output format"), "{err}");
-    let forced = CreateOptions { format: Some(Format::Pcap), ..Default::default() };
+    let err = tracekit::create(bad.to_str().unwrap(), &CreateOptions::default())
+        .err()
+        .unwrap();
+    assert!(
+        err.to_string().contains("cannot tell the output format"),
+        "{err}"
+    );
+    let forced = CreateOptions {
+        format: Some(Format::Pcap),
+        ..Default::default()
+    };
     let sink = tracekit::create(bad.to_str().unwrap(), &forced).unwrap();
     assert_eq!(sink.finish().unwrap().packets, 0);
     assert_eq!(std::fs::metadata(&bad).unwrap().len(), 24);

@@ -80,19 +80,34 @@ mod tests {
     fn magics() {
         assert_eq!(Compression::detect(&[0x1f, 0x8b, 8, 0]), Compression::Gzip);
         assert_eq!(Compression::detect(b"BZh91AY"), Compression::Bzip2);
-        assert_eq!(Compression::detect(&[0x28, 0xb5, 0x2f, 0xfd]), Compression::Zstd);
-        assert_eq!(Compression::detect(&[0x5a, 0x2a, 0x4d, 0x18]), Compression::Zstd);
+        assert_eq!(
+            Compression::detect(&[0x28, 0xb5, 0x2f, 0xfd]),
+            Compression::Zstd
+        );
+        assert_eq!(
+            Compression::detect(&[0x5a, 0x2a, 0x4d, 0x18]),
+            Compression::Zstd
+        );
         assert_eq!(Compression::detect(b"\xfd7zXZ\x00"), Compression::Xz);
-        assert_eq!(Compression::detect(&[4, 0x22, 0x4d, 0x18]), Compression::Lz4);
+        assert_eq!(
+            Compression::detect(&[4, 0x22, 0x4d, 0x18]),
+            Compression::Lz4
+        );
         // pcap magic is not compression
-        assert_eq!(Compression::detect(&[0xd4, 0xc3, 0xb2, 0xa1]), Compression::None);
+        assert_eq!(
+            Compression::detect(&[0xd4, 0xc3, 0xb2, 0xa1]),
+            Compression::None
+        );
         assert_eq!(Compression::detect(b"BZ"), Compression::None);
     }
 
     #[test]
     fn names() {
         assert_eq!(Compression::from_file_name("x.pcap.gz"), Compression::Gzip);
-        assert_eq!(Compression::from_file_name("x.pcapng.ZST"), Compression::Zstd);
+        assert_eq!(
+            Compression::from_file_name("x.pcapng.ZST"),
+            Compression::Zstd
+        );
         assert_eq!(Compression::from_file_name("x.pcap"), Compression::None);
     }
 }

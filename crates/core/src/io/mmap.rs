@@ -219,7 +219,9 @@ impl GuardedMap {
         }
         if SLOTS[self.slot].damaged.swap(false, Ordering::AcqRel) {
             let now = self.file.metadata().map(|m| m.len()).unwrap_or(0);
-            let now = usize::try_from(now).unwrap_or(usize::MAX).min(self.map.len());
+            let now = usize::try_from(now)
+                .unwrap_or(usize::MAX)
+                .min(self.map.len());
             if self.shrank_from.is_none() {
                 self.shrank_from = Some(self.map.len() as u64);
             }

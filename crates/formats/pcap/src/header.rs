@@ -214,7 +214,11 @@ impl FileHeader {
     pub fn describe(&self) -> String {
         format!(
             "pcap{} ({}, {}-endian)",
-            if self.modified { " (Kuznetzov modified)" } else { "" },
+            if self.modified {
+                " (Kuznetzov modified)"
+            } else {
+                ""
+            },
             self.resolution,
             match self.byte_order {
                 ByteOrder::Little => "little",

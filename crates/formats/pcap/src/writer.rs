@@ -90,8 +90,7 @@ impl<W: Write> PcapWriter<W> {
     /// A writer over `out` (buffered internally in 1 MiB blocks). The file header is
     /// written with the first packet, or by `finish` for an empty file.
     pub fn new(out: W, options: PcapWriterOptions) -> Result<PcapWriter<W>, Error> {
-        if options.resolution != TsResolution::MICRO && options.resolution != TsResolution::NANO
-        {
+        if options.resolution != TsResolution::MICRO && options.resolution != TsResolution::NANO {
             return Err(Error::invalid_argument(format!(
                 "pcap stores time stamps in µs or ns, not {}",
                 options.resolution

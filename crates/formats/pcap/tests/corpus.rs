@@ -96,12 +96,24 @@ fn read_three_ways(path: &Path) -> (Vec<Rec>, Option<String>) {
     let mapped = read_all(PcapReader::open_with(path, ReadMode::Mmap).unwrap());
     let blocks = read_all(PcapReader::open_with(path, ReadMode::Read).unwrap());
     let bytes = fs::read(path).unwrap();
-    let stream = read_all(PcapReader::from_input(Input::from_reader(std::io::Cursor::new(bytes))).unwrap());
-    assert!(mapped.0 == blocks.0, "{}: mmap and read() differ", path.display());
-    assert!(mapped.0 == stream.0, "{}: mmap and stream differ", path.display());
+    let stream =
+        read_all(PcapReader::from_input(Input::from_reader(std::io::Cursor::new(bytes))).unwrap());
+    assert!(
+        mapped.0 == blocks.0,
+        "{}: mmap and read() differ",
+        path.display()
+    );
+    assert!(
+        mapped.0 == stream.0,
+        "{}: mmap and stream differ",
+        path.display()
+    );
     let errs: Vec<Option<String>> = [&mapped.1, &blocks.1, &stream.1]
         .iter()
-        .map(|e| e.as_ref().map(|e| format!("{} @{:?}", e.kind(), e.offset())))
+        .map(|e| {
+            e.as_ref()
+                .map(|e| format!("{} @{:?}", e.kind(), e.offset()))
+        })
         .collect();
     assert_eq!(errs[0], errs[1], "{}", path.display());
     assert_eq!(errs[0], errs[2], "{}", path.display());
@@ -125,7 +137,11 @@ fn expected_count(name: &str, manifest: &HashMap<String, u64>) -> u64 {
 fn every_corpus_pcap_matches_manifest_and_independent_reader() {
     let manifest = manifest_counts();
     let files = pcap_files();
-    assert!(files.len() >= 60, "expected the corpus pcap files, found {}", files.len());
+    assert!(
+        files.len() >= 60,
+        "expected the corpus pcap files, found {}",
+        files.len()
+    );
     for path in &files {
         let name = path.file_name().unwrap().to_str().unwrap();
         let (recs, err) = read_three_ways(path);
@@ -156,11 +172,24 @@ fn every_corpus_pcap_matches_manifest_and_independent_reader() {
                 "{name}: packet {} time stamp",
                 i + 1
             );
-            assert_eq!(raw.orig_len, r.wire_len, "{name}: packet {} wire length", i + 1);
-            assert!(raw.data.as_ref() == r.data.as_slice(), "{name}: packet {} bytes", i + 1);
+            assert_eq!(
+                raw.orig_len,
+                r.wire_len,
+                "{name}: packet {} wire length",
+                i + 1
+            );
+            assert!(
+                raw.data.as_ref() == r.data.as_slice(),
+                "{name}: packet {} bytes",
+                i + 1
+            );
             i += 1;
         }
-        assert_eq!(i, recs.len(), "{name}: the independent reader read fewer packets");
+        assert_eq!(
+            i,
+            recs.len(),
+            "{name}: the independent reader read fewer packets"
+        );
     }
 }
 
@@ -169,7 +198,16 @@ fn tshark_frames(path: &Path) -> Option<Vec<(u64, u32, u32)>> {
     let out = Command::new("tshark")
         .args(["-n", "-r"])
         .arg(path)
-        .args(["-T", "fields", "-e", "frame.time_epoch", "-e", "frame.len", "-e", "frame.cap_len"])
+        .args([
+            "-T",
+            "fields",
+            "-e",
+            "frame.time_epoch",
+            "-e",
+            "frame.len",
+            "-e",
+            "frame.cap_len",
+        ])
         .output()
         .ok()?;
     let text = String::from_utf8(out.stdout).ok()?;
@@ -190,7 +228,10 @@ fn tshark_frames(path: &Path) -> Option<Vec<(u64, u32, u32)>> {
 #[test]
 fn every_corpus_pcap_matches_tshark() {
     if Command::new("tshark").arg("--version").output().is_err() {
-        assert!(!require_oracles(), "tshark is required (TRACEKIT_REQUIRE_ORACLES=1) but missing");
+        assert!(
+            !require_oracles(),
+            "tshark is required (TRACEKIT_REQUIRE_ORACLES=1) but missing"
+        );
         eprintln!("tshark not installed: skipping the tshark comparison");
         return;
     }
@@ -203,13 +244,32 @@ fn every_corpus_pcap_matches_tshark() {
         let frames = tshark_frames(&path).unwrap_or_else(|| panic!("{name}: tshark output"));
         assert_eq!(frames.len(), recs.len(), "{name}: tshark frame count");
         for (i, (r, f)) in recs.iter().zip(&frames).enumerate() {
-            assert_eq!(r.unix_nanos, f.0, "{name}: packet {} time stamp vs tshark", i + 1);
-            assert_eq!(r.wire_len, f.1, "{name}: packet {} frame.len vs tshark", i + 1);
-            assert_eq!(r.data.len() as u32, f.2, "{name}: packet {} frame.cap_len vs tshark", i + 1);
+            assert_eq!(
+                r.unix_nanos,
+                f.0,
+                "{name}: packet {} time stamp vs tshark",
+                i + 1
+            );
+            assert_eq!(
+                r.wire_len,
+                f.1,
+                "{name}: packet {} frame.len vs tshark",
+                i + 1
+            );
+            assert_eq!(
+                r.data.len() as u32,
+                f.2,
+                "{name}: packet {} frame.cap_len vs tshark",
+                i + 1
+            );
         }
         if let (Some(first), Some(last)) = (recs.first(), recs.last()) {
             assert_eq!(first.unix_nanos, frames[0].0, "{name}: first time stamp");
-            assert_eq!(last.unix_nanos, frames[frames.len() - 1].0, "{name}: last time stamp");
+            assert_eq!(
+                last.unix_nanos,
+                frames[frames.len() - 1].0,
+                "{name}: last time stamp"
+            );
         }
     }
 }
@@ -224,13 +284,28 @@ fn truncated_mid_record_delivers_199_then_names_the_cut() {
     assert_eq!(recs.len(), 199);
     let err = err.unwrap();
     assert_eq!(err.packet(), Some(200));
-    assert!(matches!(
-        err.kind(),
-        ErrorKind::Truncated { what: "record", needed: 686, available: 351 }
-    ), "{err}");
+    assert!(
+        matches!(
+            err.kind(),
+            ErrorKind::Truncated {
+                what: "record",
+                needed: 686,
+                available: 351
+            }
+        ),
+        "{err}"
+    );
     assert_eq!(err.offset(), Some(72340 - 351));
     let msg = err.to_string();
-    assert!(msg.starts_with(&corpus_dir().join("corrupt__vlan_truncated_midrecord.pcap").display().to_string()), "{msg}");
+    assert!(
+        msg.starts_with(
+            &corpus_dir()
+                .join("corrupt__vlan_truncated_midrecord.pcap")
+                .display()
+                .to_string()
+        ),
+        "{msg}"
+    );
     assert!(msg.contains("packet 200 at byte offset 71989"), "{msg}");
 }
 
@@ -241,10 +316,17 @@ fn truncated_mid_header_delivers_299_then_names_the_cut() {
     let err = err.unwrap();
     assert_eq!(err.packet(), Some(300));
     assert_eq!(err.offset(), Some(108291 - 7));
-    assert!(matches!(
-        err.kind(),
-        ErrorKind::Truncated { what: "record header", needed: 16, available: 7 }
-    ), "{err}");
+    assert!(
+        matches!(
+            err.kind(),
+            ErrorKind::Truncated {
+                what: "record header",
+                needed: 16,
+                available: 7
+            }
+        ),
+        "{err}"
+    );
 }
 
 #[test]
@@ -254,7 +336,10 @@ fn absurd_caplen_is_named() {
     let err = err.unwrap();
     assert_eq!(err.packet(), Some(3));
     let msg = err.to_string();
-    assert!(msg.contains("2147483632") && msg.contains("262144"), "{msg}");
+    assert!(
+        msg.contains("2147483632") && msg.contains("262144"),
+        "{msg}"
+    );
 }
 
 #[test]
@@ -273,7 +358,17 @@ fn caplen_over_snaplen_is_accepted_then_cut() {
     };
     assert_eq!(n, 49);
     assert_eq!(err.packet(), Some(50));
-    assert!(matches!(err.kind(), ErrorKind::Truncated { needed: 70016, available: 3946, .. }), "{err}");
+    assert!(
+        matches!(
+            err.kind(),
+            ErrorKind::Truncated {
+                needed: 70016,
+                available: 3946,
+                ..
+            }
+        ),
+        "{err}"
+    );
     assert_eq!(reader.notes().caplen_over_snaplen, 1);
     assert_eq!(reader.notes().first_caplen_over_snaplen, Some(50));
 }
@@ -284,8 +379,21 @@ fn twenty_byte_file_is_a_clear_error() {
         Ok(_) => panic!("a 20-byte file has no pcap header"),
         Err(e) => e,
     };
-    assert!(matches!(err.kind(), ErrorKind::Truncated { what: "pcap file header", needed: 24, available: 20 }), "{err}");
-    assert!(err.to_string().contains("corrupt__header_only_20_bytes.pcap"));
+    assert!(
+        matches!(
+            err.kind(),
+            ErrorKind::Truncated {
+                what: "pcap file header",
+                needed: 24,
+                available: 20
+            }
+        ),
+        "{err}"
+    );
+    assert!(
+        err.to_string()
+            .contains("corrupt__header_only_20_bytes.pcap")
+    );
 }
 
 #[test]
@@ -300,14 +408,34 @@ fn fuzz_file_refuses_the_absurd_first_record() {
 #[test]
 fn header_variants_are_recognised() {
     let cases = [
-        ("libtrace__100_packets.pcap", TsResolution::MICRO, tracekit_pcap::ByteOrder::Little),
-        ("libtrace__100_packetsns.pcap", TsResolution::NANO, tracekit_pcap::ByteOrder::Little),
-        ("swapbe_nsec__libtrace__100_packetsns.pcap", TsResolution::NANO, tracekit_pcap::ByteOrder::Big),
-        ("ndpi__nfsv2.pcap", TsResolution::MICRO, tracekit_pcap::ByteOrder::Big),
+        (
+            "libtrace__100_packets.pcap",
+            TsResolution::MICRO,
+            tracekit_pcap::ByteOrder::Little,
+        ),
+        (
+            "libtrace__100_packetsns.pcap",
+            TsResolution::NANO,
+            tracekit_pcap::ByteOrder::Little,
+        ),
+        (
+            "swapbe_nsec__libtrace__100_packetsns.pcap",
+            TsResolution::NANO,
+            tracekit_pcap::ByteOrder::Big,
+        ),
+        (
+            "ndpi__nfsv2.pcap",
+            TsResolution::MICRO,
+            tracekit_pcap::ByteOrder::Big,
+        ),
     ];
     for (name, res, order) in cases {
         let r = open_corpus(name);
-        assert_eq!((r.header().resolution, r.header().byte_order), (res, order), "{name}");
+        assert_eq!(
+            (r.header().resolution, r.header().byte_order),
+            (res, order),
+            "{name}"
+        );
     }
     // The same 100 packets, µs LE, ns LE and ns BE, give the same time stamps.
     let a = read_all(open_corpus("libtrace__100_packets.pcap")).0;

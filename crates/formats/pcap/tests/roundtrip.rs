@@ -25,16 +25,31 @@ fn packets(per_sec: u32) -> impl Strategy<Value = Vec<Pkt>> {
             0..per_sec,
             prop_oneof![Just(0u32), 0u32..100_000],
         )
-            .prop_map(|(data, secs, units, extra_wire)| Pkt { data, secs, units, extra_wire }),
+            .prop_map(|(data, secs, units, extra_wire)| Pkt {
+                data,
+                secs,
+                units,
+                extra_wire,
+            }),
         0..40,
     )
 }
 
-fn check(pkts: &[Pkt], res: TsResolution, order: ByteOrder, link: u32) -> Result<(), TestCaseError> {
+fn check(
+    pkts: &[Pkt],
+    res: TsResolution,
+    order: ByteOrder,
+    link: u32,
+) -> Result<(), TestCaseError> {
     let link = LinkType(link);
     // The link type comes from the first packet; an empty file needs it in the options.
     let link_type = pkts.is_empty().then_some(link);
-    let options = PcapWriterOptions { resolution: res, byte_order: order, link_type, ..PcapWriterOptions::default() };
+    let options = PcapWriterOptions {
+        resolution: res,
+        byte_order: order,
+        link_type,
+        ..PcapWriterOptions::default()
+    };
     let mut w = PcapWriter::new(Vec::new(), options).unwrap();
     for p in pkts {
         let ts = Timestamp::from_units(p.secs, u64::from(p.units), res);
@@ -103,7 +118,10 @@ fn nanos_into_micros_needs_permission() {
     assert!(matches!(err.kind(), ErrorKind::WouldLose(_)), "{err}");
     assert_eq!(err.packet(), Some(1));
 
-    let lenient = PcapWriterOptions { allow_precision_loss: true, ..PcapWriterOptions::default() };
+    let lenient = PcapWriterOptions {
+        allow_precision_loss: true,
+        ..PcapWriterOptions::default()
+    };
     let mut w = PcapWriter::new(Vec::new(), lenient).unwrap();
     w.write_packet(&packet).unwrap();
     let (file, report) = w.finish_into_inner().unwrap();
@@ -116,19 +134,33 @@ fn nanos_into_micros_needs_permission() {
 fn one_link_type_per_file() {
     let mut w = PcapWriter::new(Vec::new(), PcapWriterOptions::default()).unwrap();
     let data = [0u8; 20];
-    w.write_packet(&Packet::new(&data, Meta::new(Timestamp::ZERO, 20, LinkType::ETHERNET))).unwrap();
+    w.write_packet(&Packet::new(
+        &data,
+        Meta::new(Timestamp::ZERO, 20, LinkType::ETHERNET),
+    ))
+    .unwrap();
     let err = w
-        .write_packet(&Packet::new(&data, Meta::new(Timestamp::ZERO, 20, LinkType::LINUX_SLL)))
+        .write_packet(&Packet::new(
+            &data,
+            Meta::new(Timestamp::ZERO, 20, LinkType::LINUX_SLL),
+        ))
         .unwrap_err();
     assert!(err.to_string().contains("one link type"), "{err}");
 }
 
 #[test]
 fn snaplen_cuts_and_reports() {
-    let options = PcapWriterOptions { snaplen: 10, ..PcapWriterOptions::default() };
+    let options = PcapWriterOptions {
+        snaplen: 10,
+        ..PcapWriterOptions::default()
+    };
     let mut w = PcapWriter::new(Vec::new(), options).unwrap();
     let data = [7u8; 30];
-    w.write_packet(&Packet::new(&data, Meta::new(Timestamp::ZERO, 30, LinkType::ETHERNET))).unwrap();
+    w.write_packet(&Packet::new(
+        &data,
+        Meta::new(Timestamp::ZERO, 30, LinkType::ETHERNET),
+    ))
+    .unwrap();
     let (file, report) = w.finish_into_inner().unwrap();
     assert_eq!(report.lost, vec![("bytes beyond the snap length", 1)]);
     let mut r = PcapReader::from_reader(std::io::Cursor::new(file)).unwrap();

@@ -1,0 +1,18 @@
+//! The benchmark tasks, written against the public tracekit API as a user would.
+
+use tracekit::{CaptureSource, Error, ReadMode};
+
+/// Task T1: count packets and captured bytes.
+pub fn t1_count(uri: &str, mode: ReadMode) -> Result<(u64, u64), Error> {
+    let options = tracekit::OpenOptions {
+        read_mode: mode,
+        format: None,
+    };
+    let mut source = tracekit::open_with(uri, &options)?;
+    let (mut packets, mut bytes) = (0u64, 0u64);
+    while let Some(p) = source.next_packet()? {
+        packets += 1;
+        bytes += p.caplen() as u64;
+    }
+    Ok((packets, bytes))
+}
