@@ -295,6 +295,52 @@ mod tests {
     }
 
     #[test]
+    fn any_step_sizes_across_block_boundaries() {
+        use proptest::prelude::*;
+        use proptest::test_runner::{Config, TestRunner};
+        let sizes = [
+            0,
+            1,
+            BLOCK_SIZE - 1,
+            BLOCK_SIZE,
+            BLOCK_SIZE + 1,
+            3 * BLOCK_SIZE + 17,
+        ];
+        for size in sizes {
+            let data = sample(size);
+            let mut f = tempfile::NamedTempFile::new().unwrap();
+            f.write_all(&data).unwrap();
+            f.flush().unwrap();
+            for mode in [ReadMode::Read, ReadMode::Mmap] {
+                let mut runner = TestRunner::new(Config::with_cases(16));
+                runner
+                    .run(
+                        &prop::collection::vec(1usize..(2 * BLOCK_SIZE), 1..64),
+                        |steps| {
+                            let mut input = Input::open(f.path(), mode).unwrap();
+                            let mut at = 0usize;
+                            for step in steps.iter().cycle() {
+                                let have = input.fill(*step).unwrap();
+                                prop_assert_eq!(have >= *step, at + step <= size);
+                                if have == 0 {
+                                    break;
+                                }
+                                let take = have.min(*step);
+                                prop_assert!(input.available()[..take] == data[at..at + take]);
+                                prop_assert_eq!(input.position(), at as u64);
+                                input.consume(take);
+                                at += take;
+                            }
+                            prop_assert_eq!(at, size);
+                            Ok(())
+                        },
+                    )
+                    .unwrap();
+            }
+        }
+    }
+
+    #[test]
     fn empty_file_is_not_mapped() {
         let f = tempfile::NamedTempFile::new().unwrap();
         let mut input = Input::open(f.path(), ReadMode::Mmap).unwrap();
