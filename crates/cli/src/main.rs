@@ -1,6 +1,8 @@
 //! The `tracekit` command. Thin glue over the `tracekit` library: parsing arguments,
 //! printing, exit codes. Anything a library user would also want lives in the library.
 
+#![forbid(unsafe_code)]
+
 mod convert;
 mod info;
 mod progress;

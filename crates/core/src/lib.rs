@@ -17,6 +17,9 @@
 //! assert_eq!(packet.ts().as_unix_nanos(), 1_700_000_000_000_000_005);
 //! ```
 
+// `unsafe` is confined to the file-mapping corner (`io::mmap`), which allows it locally.
+#![deny(unsafe_code)]
+
 mod error;
 pub mod io;
 mod linktype;

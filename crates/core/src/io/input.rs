@@ -194,8 +194,12 @@ impl Input {
         match &mut self.backing {
             Backing::Mapped(map) => {
                 let want = self.pos.saturating_add(n.max(BLOCK_SIZE));
-                self.end = map.verify(want);
-                if map.fully_verified() {
+                let verified = map.verify(want);
+                // After the file shrank, nothing past its new end is parsed (those pages
+                // read as zeros), but the window never ends before the current position.
+                let limit = map.usable().max(self.pos);
+                self.end = verified.min(limit);
+                if map.fully_verified() || (map.shrank_from().is_some() && self.end == limit) {
                     self.eof = true;
                 }
             }
@@ -292,6 +296,41 @@ mod tests {
         assert!(!read.is_mapped());
         exercise(read, &data);
         exercise(Input::from_reader(io::Cursor::new(data.clone())), &data);
+    }
+
+    #[test]
+    fn shrinking_below_the_read_position_is_reported_not_fatal() {
+        let data = sample(8 * BLOCK_SIZE);
+        let mut f = tempfile::NamedTempFile::new().unwrap();
+        f.write_all(&data).unwrap();
+        f.flush().unwrap();
+        let mut input = Input::open(f.path(), ReadMode::Mmap).unwrap();
+        // Read well into the file, then cut it to less than what was read.
+        let mut read = 0;
+        while read < 3 * BLOCK_SIZE {
+            let have = input.fill(4096).unwrap().min(4096);
+            input.consume(have);
+            read += have;
+        }
+        f.as_file().set_len(BLOCK_SIZE as u64).unwrap();
+        // The already verified window may still be handed out; past it, nothing more.
+        let mut more = 0;
+        loop {
+            let have = input.fill(4096).unwrap();
+            if have == 0 {
+                break;
+            }
+            let take = have.min(4096);
+            input.consume(take);
+            more += take;
+            assert!(more <= 8 * BLOCK_SIZE);
+        }
+        assert!(
+            read + more < 8 * BLOCK_SIZE,
+            "reading stopped at the shrink"
+        );
+        let err = input.cut_error("record header", 16).to_string();
+        assert!(err.contains("shrank from"), "{err}");
     }
 
     #[test]

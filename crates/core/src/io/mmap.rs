@@ -15,8 +15,9 @@
 //!
 //! What a user sees when a file shrinks while being read: every packet that lies before
 //! the new end is delivered, then the reader reports that the file ends inside a record
-//! and that it shrank while mapped. A packet that was already handed out and whose pages
-//! are removed afterwards reads as zeros (no crash); the next call reports the damage.
+//! and that it shrank while mapped. The check happens once per verified window (one read
+//! block, 256 KiB): bytes of the current window that vanish before the check, and bytes
+//! of packets already handed out, read as zeros instead of killing the process.
 //!
 //! Limits: a program that installs its own SIGBUS handler *after* tracekit mapped a file
 //! replaces this protection. At most [`MAX_MAPPINGS`] mappings are guarded at a time;
@@ -225,12 +226,19 @@ impl GuardedMap {
             if self.shrank_from.is_none() {
                 self.shrank_from = Some(self.map.len() as u64);
             }
+            // `verified` is never lowered: its bytes may already be lent out. Readers clamp
+            // what they parse to `usable()`.
             self.usable = self.usable.min(now);
-            self.verified = self.verified.min(self.usable);
             return self.verify(upto);
         }
         self.verified = target;
         target
+    }
+
+    /// Bytes that are part of the file now: the mapping length, or the file's size after
+    /// it shrank. May be below `verified().len()` when it shrank below bytes already read.
+    pub fn usable(&self) -> usize {
+        self.usable
     }
 
     /// Whether everything usable was verified.

@@ -3,6 +3,7 @@
 
 mod compression;
 mod input;
+#[allow(unsafe_code)]
 pub mod mmap;
 
 pub use compression::Compression;
