@@ -20,15 +20,19 @@
 // `unsafe` is confined to the file-mapping corner (`io::mmap`), which allows it locally.
 #![deny(unsafe_code)]
 
+mod byteorder;
 mod error;
+mod interface;
 pub mod io;
 mod linktype;
 mod packet;
 mod source;
 mod timestamp;
 
+pub use byteorder::ByteOrder;
 pub use error::{Error, ErrorKind, Result};
+pub use interface::InterfaceInfo;
 pub use linktype::LinkType;
-pub use packet::{Direction, Meta, OwnedPacket, Packet, PacketKind};
+pub use packet::{Direction, Meta, OwnedPacket, Packet, PacketKind, PacketOptions};
 pub use source::{CaptureSink, CaptureSource, SinkReport, Stats};
 pub use timestamp::{Timestamp, TsResolution};

@@ -1,6 +1,6 @@
 //! Packets: borrowed bytes plus per-packet metadata.
 
-use crate::{LinkType, Timestamp};
+use crate::{ByteOrder, LinkType, Timestamp};
 
 /// Which way a packet went, as far as the capture knows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -63,6 +63,58 @@ impl Meta {
     }
 }
 
+/// A per-packet option list in pcapng's encoding (16-bit code, 16-bit length, value
+/// padded to 4 bytes, in the byte order of its section), borrowed from the record. It
+/// carries what `Meta` has no field for, comments first among them, so that a writer that
+/// can store them (pcapng) carries them over.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PacketOptions<'a> {
+    bytes: &'a [u8],
+    order: ByteOrder,
+}
+
+/// pcapng `opt_comment`.
+const OPT_COMMENT: u16 = 1;
+
+impl<'a> PacketOptions<'a> {
+    /// Options encoded in `bytes` with `order`.
+    pub fn new(bytes: &'a [u8], order: ByteOrder) -> PacketOptions<'a> {
+        PacketOptions { bytes, order }
+    }
+
+    /// `(code, value)` of each option up to `opt_endofopt` or the end of the bytes; a
+    /// malformed option (length past the end) ends the list.
+    pub fn iter(&self) -> impl Iterator<Item = (u16, &'a [u8])> + 'a {
+        let (mut rest, order) = (self.bytes, self.order);
+        std::iter::from_fn(move || {
+            if rest.len() < 4 {
+                return None;
+            }
+            let code = order.u16(&rest[0..2]);
+            let len = usize::from(order.u16(&rest[2..4]));
+            if code == 0 {
+                return None;
+            }
+            let value = rest.get(4..4 + len)?;
+            let padded = (4 + len + 3) & !3;
+            rest = rest.get(padded..).unwrap_or(&[]);
+            Some((code, value))
+        })
+    }
+
+    /// The comments (`opt_comment`), those that are valid UTF-8.
+    pub fn comments(&self) -> impl Iterator<Item = &'a str> + 'a {
+        self.iter()
+            .filter(|(code, _)| *code == OPT_COMMENT)
+            .filter_map(|(_, v)| std::str::from_utf8(v).ok())
+    }
+
+    /// Whether there is at least one comment.
+    pub fn has_comments(&self) -> bool {
+        self.comments().next().is_some()
+    }
+}
+
 /// A packet borrowed from the buffer it was read into (a file mapping, a read block, a
 /// ring block). The borrow checker keeps it from outliving that buffer; call
 /// [`Packet::to_owned`] to keep one.
@@ -79,13 +131,31 @@ impl Meta {
 pub struct Packet<'a> {
     data: &'a [u8],
     meta: Meta,
+    options: Option<PacketOptions<'a>>,
 }
 
 impl<'a> Packet<'a> {
     /// A packet over `data` with `meta`.
     #[inline]
     pub fn new(data: &'a [u8], meta: Meta) -> Packet<'a> {
-        Packet { data, meta }
+        Packet {
+            data,
+            meta,
+            options: None,
+        }
+    }
+
+    /// The same packet with a per-packet option list (comments and the like).
+    #[inline]
+    pub fn with_options(mut self, options: Option<PacketOptions<'a>>) -> Packet<'a> {
+        self.options = options;
+        self
+    }
+
+    /// Per-packet options the source recorded (pcapng), if any.
+    #[inline]
+    pub fn options(&self) -> Option<PacketOptions<'a>> {
+        self.options
     }
 
     /// The captured bytes, starting at the link-layer header.
@@ -143,6 +213,7 @@ impl<'a> Packet<'a> {
         Packet {
             data: &self.data[..end],
             meta: self.meta,
+            options: self.options,
         }
     }
 
@@ -151,6 +222,9 @@ impl<'a> Packet<'a> {
         OwnedPacket {
             data: self.data.to_vec().into_boxed_slice(),
             meta: self.meta,
+            options: self
+                .options
+                .map(|o| (o.bytes.to_vec().into_boxed_slice(), o.order)),
         }
     }
 }
@@ -161,6 +235,7 @@ impl<'a> Packet<'a> {
 pub struct OwnedPacket {
     data: Box<[u8]>,
     meta: Meta,
+    options: Option<(Box<[u8]>, ByteOrder)>,
 }
 
 impl OwnedPacket {
@@ -169,6 +244,7 @@ impl OwnedPacket {
         OwnedPacket {
             data: data.into(),
             meta,
+            options: None,
         }
     }
 
@@ -189,7 +265,11 @@ impl OwnedPacket {
 
     /// A borrowed view, for writing to a sink or decoding.
     pub fn as_packet(&self) -> Packet<'_> {
-        Packet::new(&self.data, self.meta)
+        Packet::new(&self.data, self.meta).with_options(
+            self.options
+                .as_ref()
+                .map(|(bytes, order)| PacketOptions::new(bytes, *order)),
+        )
     }
 }
 
@@ -206,6 +286,38 @@ mod tests {
     #[test]
     fn meta_is_small() {
         assert!(std::mem::size_of::<Meta>() <= 40);
+    }
+
+    #[test]
+    fn options_iterate_and_survive_to_owned() {
+        // comment "hi", unknown option 9 with 3 bytes, end of options
+        let le = ByteOrder::Little;
+        let mut raw = Vec::new();
+        raw.extend_from_slice(&le.put_u16(1));
+        raw.extend_from_slice(&le.put_u16(2));
+        raw.extend_from_slice(b"hi\0\0");
+        raw.extend_from_slice(&le.put_u16(9));
+        raw.extend_from_slice(&le.put_u16(3));
+        raw.extend_from_slice(&[1, 2, 3, 0]);
+        raw.extend_from_slice(&[0, 0, 0, 0]);
+        let opts = PacketOptions::new(&raw, le);
+        assert_eq!(opts.iter().count(), 2);
+        assert_eq!(opts.comments().collect::<Vec<_>>(), ["hi"]);
+        let bytes = [0u8; 4];
+        let p = Packet::new(&bytes, Meta::new(Timestamp::ZERO, 4, LinkType::RAW))
+            .with_options(Some(opts));
+        let kept = p.to_owned();
+        assert_eq!(
+            kept.as_packet()
+                .options()
+                .unwrap()
+                .comments()
+                .collect::<Vec<_>>(),
+            ["hi"]
+        );
+        // a length running past the end stops the list
+        let bad = [1u8, 0, 200, 0, b'x'];
+        assert_eq!(PacketOptions::new(&bad, le).iter().count(), 0);
     }
 
     #[test]

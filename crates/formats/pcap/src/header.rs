@@ -11,6 +11,7 @@
 //!     20  link type        lower 16 bits; FCS length in 16-bit words in bits 28..31 when bit 26 is set
 //! ```
 
+pub use tracekit_core::ByteOrder;
 use tracekit_core::{Error, LinkType, TsResolution};
 
 /// Size of the file header.
@@ -31,56 +32,6 @@ const MAGIC_MICRO: u32 = 0xa1b2_c3d4;
 const MAGIC_NANO: u32 = 0xa1b2_3c4d;
 const MAGIC_MODIFIED: u32 = 0xa1b2_cd34;
 const FCS_PRESENT: u32 = 0x0400_0000;
-
-/// Byte order of the numbers in a pcap file.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum ByteOrder {
-    /// Little-endian (written by x86 and most ARM hosts).
-    Little,
-    /// Big-endian.
-    Big,
-}
-
-impl ByteOrder {
-    /// The byte order of this machine.
-    pub const NATIVE: ByteOrder = if cfg!(target_endian = "big") {
-        ByteOrder::Big
-    } else {
-        ByteOrder::Little
-    };
-
-    #[inline]
-    pub(crate) fn u32(self, b: [u8; 4]) -> u32 {
-        match self {
-            ByteOrder::Little => u32::from_le_bytes(b),
-            ByteOrder::Big => u32::from_be_bytes(b),
-        }
-    }
-
-    #[inline]
-    pub(crate) fn u16(self, b: [u8; 2]) -> u16 {
-        match self {
-            ByteOrder::Little => u16::from_le_bytes(b),
-            ByteOrder::Big => u16::from_be_bytes(b),
-        }
-    }
-
-    #[inline]
-    pub(crate) fn put_u32(self, v: u32) -> [u8; 4] {
-        match self {
-            ByteOrder::Little => v.to_le_bytes(),
-            ByteOrder::Big => v.to_be_bytes(),
-        }
-    }
-
-    #[inline]
-    pub(crate) fn put_u16(self, v: u16) -> [u8; 2] {
-        match self {
-            ByteOrder::Little => v.to_le_bytes(),
-            ByteOrder::Big => v.to_be_bytes(),
-        }
-    }
-}
 
 /// A parsed pcap file header.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -153,10 +104,8 @@ impl FileHeader {
         } else {
             TsResolution::MICRO
         };
-        let u16_at = |r: std::ops::Range<usize>| byte_order.u16([b[r.start], b[r.start + 1]]);
-        let u32_at = |r: std::ops::Range<usize>| {
-            byte_order.u32([b[r.start], b[r.start + 1], b[r.start + 2], b[r.start + 3]])
-        };
+        let u16_at = |r: std::ops::Range<usize>| byte_order.u16(&b[r]);
+        let u32_at = |r: std::ops::Range<usize>| byte_order.u32(&b[r]);
         let version = (u16_at(field::VERSION_MAJOR), u16_at(field::VERSION_MINOR));
         if version.0 != 2 {
             return Err(Error::unsupported(format!(
@@ -220,10 +169,7 @@ impl FileHeader {
                 ""
             },
             self.resolution,
-            match self.byte_order {
-                ByteOrder::Little => "little",
-                ByteOrder::Big => "big",
-            }
+            self.byte_order.name()
         )
     }
 }

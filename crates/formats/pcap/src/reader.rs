@@ -176,13 +176,13 @@ impl PcapReader {
         }
         let h = self.input.available();
         let bo = self.header.byte_order;
-        let ts_sec = bo.u32([h[0], h[1], h[2], h[3]]);
-        let ts_frac = bo.u32([h[4], h[5], h[6], h[7]]);
-        let caplen = bo.u32([h[8], h[9], h[10], h[11]]);
-        let wire_len = bo.u32([h[12], h[13], h[14], h[15]]);
+        let ts_sec = bo.u32(&h[0..4]);
+        let ts_frac = bo.u32(&h[4..8]);
+        let caplen = bo.u32(&h[8..12]);
+        let wire_len = bo.u32(&h[12..16]);
         let (interface, direction) = if self.header.modified {
             // ifindex (4), protocol (2), pkt_type (1), pad (1)
-            let ifindex = bo.u32([h[16], h[17], h[18], h[19]]);
+            let ifindex = bo.u32(&h[16..20]);
             let direction = match h[22] {
                 0..=3 => Direction::Inbound,
                 4 => Direction::Outbound,

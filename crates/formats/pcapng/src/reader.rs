@@ -1,0 +1,629 @@
+//! Zero-copy pcapng reader.
+
+use std::io::Read;
+use std::path::Path;
+
+use tracekit_core::io::{Input, ReadMode};
+use tracekit_core::{
+    ByteOrder, CaptureSource, Direction, Error, LinkType, Meta, Packet, PacketKind, PacketOptions,
+    Stats, Timestamp,
+};
+
+use crate::block::{self, opt, padded};
+use crate::interface::{Interface, InterfaceStats, Section};
+
+/// How a [`PcapngReader`] reads.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PcapngReaderOptions {
+    /// Hand out every non-packet block (SHB, IDB, NRB, ISB, DSB, custom, unknown) as a
+    /// packet of kind [`PacketKind::Meta`] whose bytes are the whole block, in the byte
+    /// order of its section. Off by default: such blocks are parsed (sections,
+    /// interfaces, statistics) and skipped.
+    pub deliver_meta: bool,
+}
+
+/// Oddities the reader met and accepted.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PcapngNotes {
+    /// Blocks of a type this reader does not know (skipped).
+    pub unknown_blocks: u64,
+    /// Name Resolution, Decryption Secrets, custom and journal blocks (skipped unless
+    /// metadata delivery is on).
+    pub skipped_blocks: u64,
+    /// Interfaces whose `if_tsresol` was out of range (µs was used).
+    pub bad_tsresol: u64,
+    /// Simple Packet Blocks (they carry no time stamp; time 0 is reported).
+    pub simple_packets: u64,
+}
+
+/// Link type reported for metadata records, which carry no link-layer frame.
+pub const META_LINK_TYPE: LinkType = LinkType(u32::MAX);
+
+/// Reads a pcapng file or stream, lending each packet from the input buffer.
+///
+/// Interfaces are numbered globally across sections in file order ([`Meta::interface`]);
+/// [`PcapngReader::interface`] gives each one's section and id inside its section.
+///
+/// ```no_run
+/// use tracekit_pcapng::PcapngReader;
+///
+/// let mut reader = PcapngReader::open("trace.pcapng")?;
+/// while let Some(p) = reader.next_packet()? {
+///     let iface = p.meta().interface;
+///     let comments: Vec<&str> = p.options().map(|o| o.comments().collect()).unwrap_or_default();
+///     println!("{} on interface {iface} {comments:?}", p.ts());
+/// }
+/// for i in reader.interfaces() {
+///     println!("{:?} {} {:?}", i.name, i.link_type, i.stats);
+/// }
+/// # Ok::<(), tracekit_core::Error>(())
+/// ```
+pub struct PcapngReader {
+    input: Input,
+    options: PcapngReaderOptions,
+    sections: Vec<Section>,
+    interfaces: Vec<Interface>,
+    order: ByteOrder,
+    packets: u64,
+    notes: PcapngNotes,
+    done: bool,
+    /// The first SHB was parsed when opening and is still to be handed out as metadata.
+    first_section_pending: bool,
+}
+
+/// Minimum sizes of the fixed parts of blocks (header and trailer included).
+const EPB_MIN: usize = 32;
+const OPB_MIN: usize = 32;
+const SPB_MIN: usize = 16;
+const IDB_MIN: usize = 20;
+const ISB_MIN: usize = 24;
+const SHB_MIN: usize = 28;
+
+impl PcapngReader {
+    /// Opens a file, read the default way.
+    pub fn open(path: impl AsRef<Path>) -> Result<PcapngReader, Error> {
+        PcapngReader::from_input(
+            Input::open(path, ReadMode::Auto)?,
+            PcapngReaderOptions::default(),
+        )
+    }
+
+    /// Reads from any byte stream.
+    pub fn from_reader(reader: impl Read + Send + 'static) -> Result<PcapngReader, Error> {
+        PcapngReader::from_input(Input::from_reader(reader), PcapngReaderOptions::default())
+    }
+
+    /// Reads from a prepared [`Input`] positioned at the first Section Header Block.
+    pub fn from_input(
+        mut input: Input,
+        options: PcapngReaderOptions,
+    ) -> Result<PcapngReader, Error> {
+        let have = input.fill(12)?;
+        if have < 12 {
+            return Err(input.cut_error("Section Header Block", 12));
+        }
+        if ByteOrder::Little.u32(&input.available()[0..4]) != block::SHB {
+            return Err(Error::unknown_format(
+                "not a pcapng file: it does not start with a Section Header Block",
+            )
+            .with_shared_path(input.path())
+            .with_offset(0));
+        }
+        let mut reader = PcapngReader {
+            input,
+            options,
+            sections: Vec::new(),
+            interfaces: Vec::new(),
+            order: ByteOrder::Little,
+            packets: 0,
+            notes: PcapngNotes::default(),
+            done: false,
+            first_section_pending: false,
+        };
+        // Parse the first section header now, so that its facts are known before the
+        // first packet; it is handed out as metadata when that is asked for.
+        let len = reader.parse_first_section()?;
+        if options.deliver_meta {
+            reader.first_section_pending = true;
+        } else {
+            reader.input.consume(len);
+        }
+        Ok(reader)
+    }
+
+    /// Sections seen so far.
+    pub fn sections(&self) -> &[Section] {
+        &self.sections
+    }
+
+    /// Interfaces seen so far, by global number.
+    pub fn interfaces(&self) -> &[Interface] {
+        &self.interfaces
+    }
+
+    /// One interface by global number.
+    pub fn interface(&self, id: u32) -> Option<&Interface> {
+        self.interfaces.get(id as usize)
+    }
+
+    /// Oddities accepted so far.
+    pub fn notes(&self) -> &PcapngNotes {
+        &self.notes
+    }
+
+    /// Byte offset of the next block.
+    pub fn position(&self) -> u64 {
+        self.input.position()
+    }
+
+    /// The underlying input.
+    pub fn input(&self) -> &Input {
+        &self.input
+    }
+
+    /// The next packet (or metadata record, when asked for), borrowed until the next call.
+    #[inline]
+    pub fn next_packet(&mut self) -> Result<Option<Packet<'_>>, Error> {
+        match self.next_block(self.options.deliver_meta)? {
+            Some(found) => Ok(Some(self.lend(found))),
+            None => Ok(None),
+        }
+    }
+
+    fn lend(&self, found: Found) -> Packet<'_> {
+        let data = self.input.window(found.data.0, found.data.1);
+        let options = (found.options.1 > 0).then(|| {
+            PacketOptions::new(
+                self.input.window(found.options.0, found.options.1),
+                found.order,
+            )
+        });
+        Packet::new(data, found.meta).with_options(options)
+    }
+
+    /// Parses the first SHB without consuming it; returns its length.
+    fn parse_first_section(&mut self) -> Result<usize, Error> {
+        let (order, len) = self.section_header_order_and_len()?;
+        if self.input.fill(len)? < len {
+            return Err(self.cut("Section Header Block", len));
+        }
+        let body = self.input.available()[..len].to_vec();
+        let trailer = order.u32(&body[len - 4..]);
+        if trailer as usize != len {
+            return Err(self.malformed(format!(
+                "Section Header Block: the block length at its start ({len}) and at its end ({trailer}) differ"
+            )));
+        }
+        self.add_section(&body, order);
+        Ok(len)
+    }
+
+    fn section_header_order_and_len(&mut self) -> Result<(ByteOrder, usize), Error> {
+        if self.input.fill(12)? < 12 {
+            return Err(self.cut("Section Header Block", 12));
+        }
+        let h = self.input.available();
+        let order = match (
+            ByteOrder::Little.u32(&h[8..12]),
+            ByteOrder::Big.u32(&h[8..12]),
+        ) {
+            (block::BYTE_ORDER_MAGIC, _) => ByteOrder::Little,
+            (_, block::BYTE_ORDER_MAGIC) => ByteOrder::Big,
+            _ => {
+                return Err(self.malformed(format!(
+                    "Section Header Block has no byte-order magic (found {:02x}{:02x}{:02x}{:02x})",
+                    h[8], h[9], h[10], h[11]
+                )));
+            }
+        };
+        let len = order.u32(&h[4..8]);
+        self.check_len(block::SHB, len, SHB_MIN)?;
+        Ok((order, len as usize))
+    }
+
+    fn check_len(&self, block_type: u32, len: u32, min: usize) -> Result<(), Error> {
+        if (len as usize) < min || !len.is_multiple_of(4) || len > block::MAX_BLOCK_LEN {
+            return Err(self.malformed(format!(
+                "{} has a bad block length {len} (must be a multiple of 4, at least {min}, at most {})",
+                block::name(block_type),
+                block::MAX_BLOCK_LEN
+            )));
+        }
+        Ok(())
+    }
+
+    fn malformed(&self, reason: String) -> Error {
+        Error::malformed(reason)
+            .with_shared_path(self.input.path())
+            .with_offset(self.input.position())
+    }
+
+    fn cut(&self, what: &'static str, needed: usize) -> Error {
+        self.input.cut_error(what, needed as u64)
+    }
+
+    /// Reads blocks until a packet (or, with `meta`, any block) is found; returns where
+    /// its bytes are in the input window, after consuming the block.
+    fn next_block(&mut self, meta: bool) -> Result<Option<Found>, Error> {
+        let result = self.next_block_inner(meta);
+        if result.is_err() {
+            self.done = true;
+        }
+        result
+    }
+
+    fn next_block_inner(&mut self, meta: bool) -> Result<Option<Found>, Error> {
+        loop {
+            if self.done {
+                return Ok(None);
+            }
+            if std::mem::take(&mut self.first_section_pending) {
+                // Already parsed by `peek_first_section`; hand it out now.
+                let (_, len) = self.section_header_order_and_len()?;
+                return Ok(Some(self.consume_meta(len, self.order, 0, Timestamp::ZERO)));
+            }
+            let have = self.input.fill(8)?;
+            if have < 8 {
+                self.done = true;
+                if have == 0 {
+                    return Ok(None);
+                }
+                return Err(self.cut("block header", 8));
+            }
+            let h = self.input.available();
+            let block_type = self.order.u32(&h[0..4]);
+            let (order, len) = if block_type == block::SHB {
+                self.section_header_order_and_len()?
+            } else {
+                let len = self.order.u32(&h[4..8]);
+                let min = match block_type {
+                    block::EPB => EPB_MIN,
+                    block::OPB => OPB_MIN,
+                    block::SPB => SPB_MIN,
+                    block::IDB => IDB_MIN,
+                    block::ISB => ISB_MIN,
+                    _ => 12,
+                };
+                self.check_len(block_type, len, min)?;
+                (self.order, len as usize)
+            };
+            if self.input.fill(len)? < len {
+                let what = match block_type {
+                    block::EPB | block::SPB | block::OPB => "packet block",
+                    _ => "block",
+                };
+                return Err(self.cut(what, len).with_packet(self.packets + 1));
+            }
+            let b = &self.input.available()[..len];
+            let trailer = order.u32(&b[len - 4..]);
+            if trailer as usize != len {
+                return Err(self.malformed(format!(
+                    "{}: the block length at its start ({len}) and at its end ({trailer}) differ",
+                    block::name(block_type)
+                )));
+            }
+            match block_type {
+                block::EPB => return self.enhanced_packet(len).map(Some),
+                block::SPB => return self.simple_packet(len).map(Some),
+                block::OPB => return self.obsolete_packet(len).map(Some),
+                block::SHB => {
+                    let body = b.to_vec();
+                    self.add_section(&body, order);
+                }
+                block::IDB => {
+                    let body = b.to_vec();
+                    self.add_interface(&body);
+                }
+                block::ISB => {
+                    let body = b.to_vec();
+                    let (iface, ts) = self.interface_statistics(&body);
+                    if meta {
+                        return Ok(Some(self.consume_meta(len, order, iface, ts)));
+                    }
+                    self.input.consume(len);
+                    continue;
+                }
+                block::NRB | block::DSB | block::CB_COPY | block::CB_NOCOPY | block::JOURNAL => {
+                    self.notes.skipped_blocks += 1;
+                }
+                _ => self.notes.unknown_blocks += 1,
+            }
+            if meta {
+                return Ok(Some(self.consume_meta(len, order, 0, Timestamp::ZERO)));
+            }
+            self.input.consume(len);
+        }
+    }
+
+    fn consume_meta(
+        &mut self,
+        len: usize,
+        order: ByteOrder,
+        interface: u32,
+        ts: Timestamp,
+    ) -> Found {
+        let start = self.input.window_pos();
+        self.input.consume(len);
+        let mut meta = Meta::new(ts, len as u32, META_LINK_TYPE);
+        meta.kind = PacketKind::Meta;
+        meta.interface = interface;
+        Found {
+            data: (start, len),
+            options: (0, 0),
+            order,
+            meta,
+        }
+    }
+
+    /// The global interface of a packet block, or an error naming the block.
+    fn global_interface(&self, local: u32, what: &str) -> Result<u32, Error> {
+        let section = self.sections.last().map_or(0, |s| s.first_interface);
+        let global = section.saturating_add(local);
+        if (global as usize) < self.interfaces.len() {
+            Ok(global)
+        } else {
+            Err(self
+                .malformed(format!(
+                    "{what} refers to interface {local}, but its section describes {} interface(s)",
+                    self.interfaces.len() as u32 - section
+                ))
+                .with_packet(self.packets + 1))
+        }
+    }
+
+    fn enhanced_packet(&mut self, len: usize) -> Result<Found, Error> {
+        let order = self.order;
+        let b = &self.input.available()[..len];
+        let local = order.u32(&b[8..12]);
+        let units = (u64::from(order.u32(&b[12..16])) << 32) | u64::from(order.u32(&b[16..20]));
+        let caplen = order.u32(&b[20..24]) as usize;
+        let wire_len = order.u32(&b[24..28]);
+        if caplen > len - EPB_MIN {
+            return Err(self
+                .malformed(format!(
+                    "Enhanced Packet Block claims {caplen} captured bytes but has room for {}",
+                    len - EPB_MIN
+                ))
+                .with_packet(self.packets + 1));
+        }
+        let opt_at = 28 + padded(caplen);
+        let opt_len = (len - 4).saturating_sub(opt_at);
+        let (flags, drops) = if opt_len > 0 {
+            packet_flags(&b[opt_at..opt_at + opt_len], order)
+        } else {
+            (0, 0)
+        };
+        let iface = self.global_interface(local, "Enhanced Packet Block")?;
+        let info = &self.interfaces[iface as usize];
+        let meta = Meta {
+            ts: info.timestamp(units),
+            wire_len,
+            link: info.link_type,
+            interface: iface,
+            direction: direction(flags),
+            loss: drops.min(u64::from(u32::MAX)) as u32,
+            kind: PacketKind::Data,
+        };
+        Ok(self.consume_packet(len, 28, caplen, opt_at, opt_len, meta))
+    }
+
+    fn obsolete_packet(&mut self, len: usize) -> Result<Found, Error> {
+        let order = self.order;
+        let b = &self.input.available()[..len];
+        let local = u32::from(order.u16(&b[8..10]));
+        let drops = order.u16(&b[10..12]);
+        let units = (u64::from(order.u32(&b[12..16])) << 32) | u64::from(order.u32(&b[16..20]));
+        let caplen = order.u32(&b[20..24]) as usize;
+        let wire_len = order.u32(&b[24..28]);
+        if caplen > len - OPB_MIN {
+            return Err(self
+                .malformed(format!(
+                    "Packet Block claims {caplen} captured bytes but has room for {}",
+                    len - OPB_MIN
+                ))
+                .with_packet(self.packets + 1));
+        }
+        let opt_at = 28 + padded(caplen);
+        let opt_len = (len - 4).saturating_sub(opt_at);
+        let (flags, _) = if opt_len > 0 {
+            packet_flags(&b[opt_at..opt_at + opt_len], order)
+        } else {
+            (0, 0)
+        };
+        let iface = self.global_interface(local, "Packet Block")?;
+        let info = &self.interfaces[iface as usize];
+        let meta = Meta {
+            ts: info.timestamp(units),
+            wire_len,
+            link: info.link_type,
+            interface: iface,
+            direction: direction(flags),
+            loss: u32::from(drops),
+            kind: PacketKind::Data,
+        };
+        Ok(self.consume_packet(len, 28, caplen, opt_at, opt_len, meta))
+    }
+
+    fn simple_packet(&mut self, len: usize) -> Result<Found, Error> {
+        let order = self.order;
+        let wire_len = order.u32(&self.input.available()[8..12]);
+        let iface = self.global_interface(0, "Simple Packet Block")?;
+        let info = &self.interfaces[iface as usize];
+        let mut caplen = (wire_len as usize).min(len - SPB_MIN);
+        if info.snaplen != 0 {
+            caplen = caplen.min(info.snaplen as usize);
+        }
+        self.notes.simple_packets += 1;
+        let meta = Meta {
+            ts: Timestamp::ZERO.with_resolution(info.ts_resolution),
+            wire_len,
+            link: info.link_type,
+            interface: iface,
+            direction: Direction::Unknown,
+            loss: 0,
+            kind: PacketKind::Data,
+        };
+        Ok(self.consume_packet(len, 12, caplen, 0, 0, meta))
+    }
+
+    fn consume_packet(
+        &mut self,
+        len: usize,
+        data_at: usize,
+        caplen: usize,
+        opt_at: usize,
+        opt_len: usize,
+        meta: Meta,
+    ) -> Found {
+        let start = self.input.window_pos();
+        self.input.consume(len);
+        self.packets += 1;
+        Found {
+            data: (start + data_at, caplen),
+            options: (start + opt_at, opt_len),
+            order: self.order,
+            meta,
+        }
+    }
+
+    fn add_section(&mut self, b: &[u8], order: ByteOrder) {
+        self.order = order;
+        let length = order.u64(&b[16..24]);
+        let mut section = Section {
+            byte_order: order,
+            version: (order.u16(&b[12..14]), order.u16(&b[14..16])),
+            length: (length != u64::MAX).then_some(length),
+            hardware: None,
+            os: None,
+            application: None,
+            comments: Vec::new(),
+            first_interface: self.interfaces.len() as u32,
+        };
+        for (code, value) in PacketOptions::new(&b[24..b.len() - 4], order).iter() {
+            let text = || String::from_utf8_lossy(value).into_owned();
+            match code {
+                opt::COMMENT => section.comments.push(text()),
+                opt::SHB_HARDWARE => section.hardware = Some(text()),
+                opt::SHB_OS => section.os = Some(text()),
+                opt::SHB_USERAPPL => section.application = Some(text()),
+                _ => {}
+            }
+        }
+        self.sections.push(section);
+    }
+
+    fn add_interface(&mut self, b: &[u8]) {
+        let order = self.order;
+        let section_index = self.sections.len().saturating_sub(1);
+        let first = self.sections.last().map_or(0, |s| s.first_interface);
+        let local = self.interfaces.len() as u32 - first;
+        let link = LinkType(u32::from(order.u16(&b[8..10])));
+        let mut iface = Interface::new(section_index, local, link, order.u32(&b[12..16]));
+        for (code, value) in PacketOptions::new(&b[16..b.len() - 4], order).iter() {
+            match code {
+                opt::IF_NAME => iface.name = Some(String::from_utf8_lossy(value).into_owned()),
+                opt::IF_DESCRIPTION => {
+                    iface.description = Some(String::from_utf8_lossy(value).into_owned())
+                }
+                opt::IF_TSRESOL => {
+                    if let Some(&raw) = value.first()
+                        && !iface.set_tsresol(raw)
+                    {
+                        self.notes.bad_tsresol += 1;
+                    }
+                }
+                opt::IF_TSOFFSET if value.len() >= 8 => iface.ts_offset = order.u64(value) as i64,
+                opt::IF_FCSLEN => iface.fcs_len = value.first().copied(),
+                _ => {}
+            }
+        }
+        self.interfaces.push(iface);
+    }
+
+    fn interface_statistics(&mut self, b: &[u8]) -> (u32, Timestamp) {
+        let order = self.order;
+        let local = order.u32(&b[8..12]);
+        let first = self.sections.last().map_or(0, |s| s.first_interface);
+        let global = first.saturating_add(local);
+        let Some(iface) = self.interfaces.get(global as usize) else {
+            // Statistics for an undeclared interface: nothing to attach them to.
+            return (global, Timestamp::ZERO);
+        };
+        let units_at =
+            |v: &[u8]| (u64::from(order.u32(&v[0..4])) << 32) | u64::from(order.u32(&v[4..8]));
+        let ts = iface.timestamp(units_at(&b[12..20]));
+        let mut stats = InterfaceStats {
+            ts: Some(ts),
+            ..InterfaceStats::default()
+        };
+        for (code, value) in PacketOptions::new(&b[20..b.len() - 4], order).iter() {
+            if value.len() < 8 {
+                continue;
+            }
+            match code {
+                opt::ISB_STARTTIME => stats.start = Some(iface.timestamp(units_at(value))),
+                opt::ISB_ENDTIME => stats.end = Some(iface.timestamp(units_at(value))),
+                opt::ISB_IFRECV => stats.received = Some(order.u64(value)),
+                opt::ISB_IFDROP => stats.if_dropped = Some(order.u64(value)),
+                opt::ISB_FILTERACCEPT => stats.filter_accepted = Some(order.u64(value)),
+                opt::ISB_OSDROP => stats.os_dropped = Some(order.u64(value)),
+                opt::ISB_USRDELIV => stats.delivered = Some(order.u64(value)),
+                _ => {}
+            }
+        }
+        self.interfaces[global as usize].stats = Some(stats);
+        (global, ts)
+    }
+}
+
+/// Where a found block's bytes are in the input window.
+struct Found {
+    data: (usize, usize),
+    options: (usize, usize),
+    order: ByteOrder,
+    meta: Meta,
+}
+
+/// `epb_flags` and `epb_dropcount` from a packet block's options.
+fn packet_flags(options: &[u8], order: ByteOrder) -> (u32, u64) {
+    let (mut flags, mut drops) = (0, 0);
+    for (code, value) in PacketOptions::new(options, order).iter() {
+        match code {
+            opt::EPB_FLAGS if value.len() >= 4 => flags = order.u32(value),
+            opt::EPB_DROPCOUNT if value.len() >= 8 => drops = order.u64(value),
+            _ => {}
+        }
+    }
+    (flags, drops)
+}
+
+/// The direction bits (0-1) of `epb_flags`.
+fn direction(flags: u32) -> Direction {
+    match flags & 0b11 {
+        1 => Direction::Inbound,
+        2 => Direction::Outbound,
+        _ => Direction::Unknown,
+    }
+}
+
+impl CaptureSource for PcapngReader {
+    #[inline]
+    fn next_packet(&mut self) -> Result<Option<Packet<'_>>, Error> {
+        PcapngReader::next_packet(self)
+    }
+
+    fn stats(&self) -> Stats {
+        let dropped = self
+            .interfaces
+            .iter()
+            .filter_map(|i| i.stats)
+            .map(|s| s.if_dropped.unwrap_or(0) + s.os_dropped.unwrap_or(0))
+            .sum();
+        Stats {
+            received: self.packets,
+            captured: self.packets,
+            dropped,
+            ..Stats::default()
+        }
+    }
+}
