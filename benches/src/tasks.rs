@@ -6,7 +6,7 @@ use tracekit::{CaptureSource, Error, ReadMode};
 pub fn t1_count(uri: &str, mode: ReadMode) -> Result<(u64, u64), Error> {
     let options = tracekit::OpenOptions {
         read_mode: mode,
-        format: None,
+        ..Default::default()
     };
     let mut source = tracekit::open_with(uri, &options)?;
     let (mut packets, mut bytes) = (0u64, 0u64);

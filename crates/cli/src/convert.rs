@@ -4,19 +4,21 @@ use std::path::Path;
 
 use anyhow::{Context, Result, bail};
 use clap::{Args, ValueEnum};
-use tracekit::{CaptureSource, CreateOptions, Format, TsResolution};
+use tracekit::{CopyError, CreateOptions, Format, TsResolution};
 
 use crate::Outcome;
 use crate::progress::Progress;
 
 /// Copy a trace into another file, format or time stamp resolution.
 ///
-/// The output format comes from the output name (`.pcap`) or `--format`; `-` writes to
-/// standard output. Time stamps keep the input's resolution unless `--ts-resolution`
-/// asks for another; asking for a coarser one (ns to µs) is the explicit consent to
-/// round, and the number of packets that lost digits is reported.
+/// The output format comes from the output name (`.pcap`, `.pcapng`) or `--format`; `-`
+/// writes to standard output (pcap unless `--format`). Time stamps stay exact: pcap keeps
+/// the input's resolution unless `--ts-resolution` asks for another (asking for a coarser
+/// one, ns to µs, is the consent to round, and the packets that lost digits are counted);
+/// pcapng picks a resolution per interface that holds every time stamp. What the output
+/// format cannot carry (pcap: direction, interfaces, comments) is reported in one line.
 ///
-/// Example: `tracekit convert --ts-resolution ns in.pcap out.pcap`
+/// Example: `tracekit convert capture.pcapng capture.pcap`
 #[derive(Args)]
 pub struct ConvertArgs {
     /// Input trace (`-` for standard input).
@@ -75,21 +77,18 @@ pub fn run(args: ConvertArgs) -> Result<Outcome> {
         format: args.format,
         ts_resolution: Some(resolution),
         allow_precision_loss: allow_loss,
-        snaplen: args.snaplen.or(source.snaplen()),
+        snaplen: args.snaplen.or(source.snaplen().filter(|s| *s != 0)),
         link_type: source.declared_link_type(),
     };
     let mut sink = tracekit::create(&args.output, &options)
         .with_context(|| format!("cannot create {}", args.output))?;
     let mut progress = Progress::new(&args.input, source.size_hint());
-    let mut written = 0u64;
-    let read_error = loop {
-        let packet = match source.next_packet() {
-            Ok(Some(p)) => p,
-            Ok(None) => break None,
-            Err(e) => break Some(e),
-        };
-        if let Err(e) = sink.write_packet(&packet) {
-            progress.finish();
+    let copied = tracekit::copy(&mut source, &mut sink, |s| progress.tick(|| s.position()));
+    progress.finish();
+    let read_error = match copied {
+        Ok(_) => None,
+        Err((CopyError::Read(e), _)) => Some(e),
+        Err((CopyError::Write(e), written)) => {
             if e.is_broken_pipe() {
                 return Ok(Outcome::Ok);
             }
@@ -99,10 +98,7 @@ pub fn run(args: ConvertArgs) -> Result<Outcome> {
             );
             return Ok(Outcome::Failed);
         }
-        written += 1;
-        progress.tick(|| source.position());
     };
-    progress.finish();
     let report = match sink.finish() {
         Ok(r) => r,
         Err(e) if e.is_broken_pipe() => return Ok(Outcome::Ok),

@@ -5,6 +5,7 @@ use std::fmt;
 use tracekit_core::Error;
 use tracekit_core::io::Compression;
 use tracekit_pcap::FileHeader;
+use tracekit_pcapng::is_pcapng;
 
 /// A trace file format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -12,14 +13,11 @@ use tracekit_pcap::FileHeader;
 pub enum Format {
     /// Classic pcap (µs or ns, either byte order).
     Pcap,
-    /// pcapng (recognised; reading and writing arrive with the pcapng crate).
+    /// pcapng.
     Pcapng,
     /// Endace ERF (named for URIs; reading and writing arrive with the ERF crate).
     Erf,
 }
-
-/// First bytes of every pcapng file: the Section Header Block type.
-const PCAPNG_SHB: [u8; 4] = [0x0a, 0x0d, 0x0d, 0x0a];
 
 impl Format {
     /// Bytes [`Format::detect`] looks at.
@@ -50,7 +48,7 @@ impl Format {
         if FileHeader::is_pcap(head) {
             return Ok(Format::Pcap);
         }
-        if head.starts_with(&PCAPNG_SHB) {
+        if is_pcapng(head) {
             return Ok(Format::Pcapng);
         }
         match Compression::detect(head) {
@@ -120,7 +118,9 @@ mod tests {
             Format::detect(&[0xa1, 0xb2, 0x3c, 0x4d]).unwrap(),
             Format::Pcap
         );
-        assert_eq!(Format::detect(&PCAPNG_SHB).unwrap(), Format::Pcapng);
+        let shb = [0x0a, 0x0d, 0x0d, 0x0a, 28, 0, 0, 0, 0x4d, 0x3c, 0x2b, 0x1a];
+        assert_eq!(Format::detect(&shb).unwrap(), Format::Pcapng);
+        assert!(Format::detect(&shb[..8]).is_err());
         let gz = Format::detect(&[0x1f, 0x8b, 8, 0]).unwrap_err().to_string();
         assert!(gz.contains("gzip-compressed"), "{gz}");
         let junk = Format::detect(b"hello world").unwrap_err().to_string();

@@ -9,9 +9,10 @@
 //!   format could not carry.
 //! - [`Summary`] accumulates capinfos-style figures.
 //!
-//! Formats: classic pcap today ([`tracekit_pcap`]); pcapng, ERF, compression and live
-//! capture plug in here as they land, each as one more arm of the [`Source`]/[`Sink`]
-//! enums.
+//! Formats: classic pcap ([`tracekit_pcap`]) and pcapng ([`tracekit_pcapng`]); ERF,
+//! compression and live capture plug in here as they land, each as one more arm of the
+//! [`Source`]/[`Sink`] enums. [`copy`] copies a trace into a sink with its interface
+//! descriptions.
 //!
 //! ```no_run
 //! use tracekit::{CaptureSource, CreateOptions, Summary, TsResolution};
@@ -35,11 +36,13 @@
 
 #![forbid(unsafe_code)]
 
+mod copy;
 mod format;
 mod sink;
 mod source;
 mod summary;
 
+pub use copy::{CopyError, copy};
 pub use format::Format;
 pub use sink::{CreateOptions, Sink, create};
 pub use source::{OpenOptions, Source, open, open_with};
@@ -47,7 +50,8 @@ pub use summary::Summary;
 
 pub use tracekit_core::io::{Compression, ReadMode};
 pub use tracekit_core::{
-    CaptureSink, CaptureSource, Direction, Error, ErrorKind, LinkType, Meta, OwnedPacket, Packet,
-    PacketKind, SinkReport, Stats, Timestamp, TsResolution,
+    ByteOrder, CaptureSink, CaptureSource, Direction, Error, ErrorKind, InterfaceInfo, LinkType,
+    Meta, OwnedPacket, Packet, PacketKind, PacketOptions, SinkReport, Stats, Timestamp,
+    TsResolution,
 };
-pub use {tracekit_core as core, tracekit_pcap as pcap};
+pub use {tracekit_core as core, tracekit_pcap as pcap, tracekit_pcapng as pcapng};

@@ -6,8 +6,11 @@ use std::io::{self, Write};
 use std::path::Path;
 
 use tracekit_core::io::Compression;
-use tracekit_core::{CaptureSink, Error, LinkType, Packet, SinkReport, TsResolution};
+use tracekit_core::{
+    CaptureSink, Error, InterfaceInfo, LinkType, Packet, SinkReport, TsResolution,
+};
 use tracekit_pcap::{PcapWriter, PcapWriterOptions};
+use tracekit_pcapng::{PcapngWriter, PcapngWriterOptions};
 
 use crate::format::Format;
 
@@ -17,7 +20,8 @@ pub struct CreateOptions {
     /// The output format; by default taken from the file name (`x.pcap`), and pcap for
     /// standard output.
     pub format: Option<Format>,
-    /// Time stamp resolution; pcap default: µs.
+    /// Time stamp resolution for pcap (default µs). pcapng always picks a resolution that
+    /// keeps every time stamp exact (ns for µs/ns sources).
     pub ts_resolution: Option<TsResolution>,
     /// Whether time stamps may be rounded down to the output resolution (counted in the
     /// report). Without it, a packet whose time stamp would change is an error.
@@ -54,6 +58,7 @@ pub struct Sink {
 
 enum SinkKind {
     Pcap(PcapWriter<Output>),
+    Pcapng(PcapngWriter<Output>),
 }
 
 /// Creates a trace for writing: a path or `-` for standard output. The format comes
@@ -98,6 +103,14 @@ pub fn create(uri: &str, options: &CreateOptions) -> Result<Sink, Error> {
             };
             SinkKind::Pcap(PcapWriter::new(out, pcap_options).map_err(|e| e.with_path(path))?)
         }
+        Format::Pcapng => {
+            let ng_options = PcapngWriterOptions {
+                snaplen: options.snaplen,
+                ..PcapngWriterOptions::default()
+            };
+            SinkKind::Pcapng(PcapngWriter::new(out, ng_options).map_err(|e| e.with_path(path))?)
+        }
+        #[allow(unreachable_patterns)]
         other => {
             return Err(Error::unsupported(format!(
                 "writing {other} is not part of this build of tracekit yet"
@@ -119,6 +132,17 @@ impl Sink {
     pub fn write_packet(&mut self, packet: &Packet<'_>) -> Result<(), Error> {
         match &mut self.kind {
             SinkKind::Pcap(w) => w.write_packet(packet),
+            SinkKind::Pcapng(w) => w.write_packet(packet),
+        }
+    }
+
+    /// Tells the sink what the source knows of interface `id` (name, description, link
+    /// type, resolution), before that interface's first packet. Formats that can store
+    /// it (pcapng) do; the others ignore it.
+    pub fn describe_interface(&mut self, id: u32, info: &InterfaceInfo) -> Result<(), Error> {
+        match &mut self.kind {
+            SinkKind::Pcap(_) => Ok(()),
+            SinkKind::Pcapng(w) => w.describe_interface(id, info),
         }
     }
 
@@ -126,6 +150,7 @@ impl Sink {
     pub fn finish(self) -> Result<SinkReport, Error> {
         match self.kind {
             SinkKind::Pcap(w) => w.finish(),
+            SinkKind::Pcapng(w) => w.finish(),
         }
     }
 }

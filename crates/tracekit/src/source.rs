@@ -3,8 +3,9 @@
 use std::path::Path;
 
 use tracekit_core::io::{Compression, Input, ReadMode};
-use tracekit_core::{CaptureSource, Error, Packet, Stats, TsResolution};
+use tracekit_core::{CaptureSource, Error, InterfaceInfo, LinkType, Packet, Stats, TsResolution};
 use tracekit_pcap::PcapReader;
+use tracekit_pcapng::{PcapngReader, PcapngReaderOptions};
 
 use crate::format::Format;
 
@@ -15,6 +16,9 @@ pub struct OpenOptions {
     pub read_mode: ReadMode,
     /// Insist on a format instead of detecting it from the content.
     pub format: Option<Format>,
+    /// Hand out metadata records (pcapng non-packet blocks, ERF provenance) as packets
+    /// of kind [`tracekit_core::PacketKind::Meta`].
+    pub metadata: bool,
 }
 
 /// An open trace of any supported format. Dispatch per packet is one `match`.
@@ -36,6 +40,7 @@ pub struct Source {
 
 enum SourceKind {
     Pcap(PcapReader),
+    Pcapng(PcapngReader),
 }
 
 /// Splits `scheme:rest` for the schemes tracekit knows; anything else is a path.
@@ -95,6 +100,13 @@ pub fn open_with(uri: &str, options: &OpenOptions) -> Result<Source, Error> {
     };
     let kind = match format {
         Format::Pcap => SourceKind::Pcap(PcapReader::from_input(input)?),
+        Format::Pcapng => SourceKind::Pcapng(PcapngReader::from_input(
+            input,
+            PcapngReaderOptions {
+                deliver_meta: options.metadata,
+            },
+        )?),
+        #[allow(unreachable_patterns)]
         other => {
             return Err(Error::unsupported(format!(
                 "{other} files are recognised but not readable by this build of tracekit yet"
@@ -113,6 +125,7 @@ impl Source {
     pub fn format(&self) -> Format {
         match &self.kind {
             SourceKind::Pcap(_) => Format::Pcap,
+            SourceKind::Pcapng(_) => Format::Pcapng,
         }
     }
 
@@ -120,6 +133,15 @@ impl Source {
     pub fn format_description(&self) -> String {
         match &self.kind {
             SourceKind::Pcap(r) => r.header().describe(),
+            SourceKind::Pcapng(r) => {
+                let orders: Vec<&str> = r.sections().iter().map(|s| s.byte_order.name()).collect();
+                format!(
+                    "pcapng ({} section(s): {}-endian; {} interface(s))",
+                    r.sections().len(),
+                    orders.join("/"),
+                    r.interfaces().len()
+                )
+            }
         }
     }
 
@@ -128,24 +150,52 @@ impl Source {
         self.compression
     }
 
-    /// The snap length the trace declares, if it declares one.
+    /// The snap length the trace declares (the largest of its interfaces'), if any.
     pub fn snaplen(&self) -> Option<u32> {
         match &self.kind {
             SourceKind::Pcap(r) => Some(r.header().snaplen),
+            SourceKind::Pcapng(r) => r.interfaces().iter().map(|i| i.snaplen).max(),
         }
     }
 
     /// The link type the trace declares for all its packets (pcap's header), if any.
-    pub fn declared_link_type(&self) -> Option<tracekit_core::LinkType> {
+    pub fn declared_link_type(&self) -> Option<LinkType> {
         match &self.kind {
             SourceKind::Pcap(r) => Some(r.header().link_type),
+            SourceKind::Pcapng(r) => {
+                let mut links = r.interfaces().iter().map(|i| i.link_type);
+                let first = links.next()?;
+                links.all(|l| l == first).then_some(first)
+            }
         }
     }
 
-    /// The finest time stamp resolution of the trace.
+    /// What the source knows of interface `id` (as in [`tracekit_core::Meta::interface`]).
+    pub fn interface_info(&self, id: u32) -> Option<InterfaceInfo> {
+        match &self.kind {
+            SourceKind::Pcap(r) => (id == 0).then(|| {
+                let h = r.header();
+                InterfaceInfo {
+                    snaplen: h.snaplen,
+                    ts_resolution: h.resolution,
+                    fcs_len: h.fcs_len.map(|f| f as u8),
+                    ..InterfaceInfo::new(h.link_type)
+                }
+            }),
+            SourceKind::Pcapng(r) => r.interface(id).map(|i| i.info()),
+        }
+    }
+
+    /// The finest time stamp resolution of the trace (of the interfaces seen so far).
     pub fn ts_resolution(&self) -> TsResolution {
         match &self.kind {
             SourceKind::Pcap(r) => r.header().resolution,
+            SourceKind::Pcapng(r) => r
+                .interfaces()
+                .iter()
+                .map(|i| i.ts_resolution)
+                .max_by(|a, b| a.units_per_second().cmp(&b.units_per_second()))
+                .unwrap_or(TsResolution::MICRO),
         }
     }
 
@@ -153,6 +203,7 @@ impl Source {
     pub fn position(&self) -> u64 {
         match &self.kind {
             SourceKind::Pcap(r) => r.position(),
+            SourceKind::Pcapng(r) => r.position(),
         }
     }
 
@@ -160,6 +211,7 @@ impl Source {
     pub fn size_hint(&self) -> Option<u64> {
         match &self.kind {
             SourceKind::Pcap(r) => r.input().size_hint(),
+            SourceKind::Pcapng(r) => r.input().size_hint(),
         }
     }
 
@@ -167,6 +219,29 @@ impl Source {
     pub fn notes(&self) -> Vec<String> {
         match &self.kind {
             SourceKind::Pcap(r) => r.notes().describe(r.header().snaplen),
+            SourceKind::Pcapng(r) => {
+                let n = r.notes();
+                let mut out = Vec::new();
+                if n.unknown_blocks > 0 {
+                    out.push(format!(
+                        "{} block(s) of unknown type skipped",
+                        n.unknown_blocks
+                    ));
+                }
+                if n.bad_tsresol > 0 {
+                    out.push(format!(
+                        "{} interface(s) with an out-of-range if_tsresol (read as µs)",
+                        n.bad_tsresol
+                    ));
+                }
+                if n.simple_packets > 0 {
+                    out.push(format!(
+                        "{} Simple Packet Block(s): no time stamp (0 reported)",
+                        n.simple_packets
+                    ));
+                }
+                out
+            }
         }
     }
 
@@ -174,6 +249,15 @@ impl Source {
     pub fn as_pcap(&self) -> Option<&PcapReader> {
         match &self.kind {
             SourceKind::Pcap(r) => Some(r),
+            _ => None,
+        }
+    }
+
+    /// The pcapng reader (sections, interfaces, statistics), when the trace is pcapng.
+    pub fn as_pcapng(&self) -> Option<&PcapngReader> {
+        match &self.kind {
+            SourceKind::Pcapng(r) => Some(r),
+            _ => None,
         }
     }
 }
@@ -183,12 +267,14 @@ impl CaptureSource for Source {
     fn next_packet(&mut self) -> Result<Option<Packet<'_>>, Error> {
         match &mut self.kind {
             SourceKind::Pcap(r) => r.next_packet(),
+            SourceKind::Pcapng(r) => r.next_packet(),
         }
     }
 
     fn stats(&self) -> Stats {
         match &self.kind {
             SourceKind::Pcap(r) => r.stats(),
+            SourceKind::Pcapng(r) => r.stats(),
         }
     }
 }

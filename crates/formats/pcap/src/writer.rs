@@ -55,6 +55,7 @@ struct Losses {
     interface: u64,
     direction: u64,
     loss_counters: u64,
+    comments: u64,
     precision: u64,
     snapped: u64,
     meta_records: u64,
@@ -197,6 +198,9 @@ impl<W: Write> PcapWriter<W> {
         if meta.loss != 0 {
             l.loss_counters += 1;
         }
+        if packet.options().is_some_and(|o| o.has_comments()) {
+            l.comments += 1;
+        }
     }
 
     fn report(&self) -> SinkReport {
@@ -209,6 +213,7 @@ impl<W: Write> PcapWriter<W> {
         r.add_loss("interface id", l.interface);
         r.add_loss("direction", l.direction);
         r.add_loss("loss counter", l.loss_counters);
+        r.add_loss("comments", l.comments);
         r.add_loss("sub-resolution time stamp digits", l.precision);
         r.add_loss("bytes beyond the snap length", l.snapped);
         r.add_loss("metadata record (not written)", l.meta_records);
