@@ -20,7 +20,12 @@ fn civil_from_days(days: i64) -> (i64, u32, u32) {
 
 /// `YYYY-MM-DD HH:MM:SS.fraction UTC`, with the fraction digits of the source resolution.
 pub fn utc(ts: Timestamp) -> String {
-    let secs = i64::from(ts.secs());
+    let digits_res = match ts.resolution() {
+        TsResolution::Decimal(n) => TsResolution::Decimal(n.min(9)),
+        TsResolution::Binary(_) => TsResolution::NANO,
+    };
+    let (whole, units) = ts.split(digits_res);
+    let secs = i64::from(whole);
     let (y, mo, d) = civil_from_days(secs.div_euclid(86_400));
     let sod = secs.rem_euclid(86_400);
     let digits = match ts.resolution() {
@@ -30,12 +35,7 @@ pub fn utc(ts: Timestamp) -> String {
     let frac = if digits == 0 {
         String::new()
     } else {
-        let res = TsResolution::Decimal(digits);
-        format!(
-            ".{:0width$}",
-            ts.subsec_units(res),
-            width = usize::from(digits)
-        )
+        format!(".{units:0width$}", width = usize::from(digits))
     };
     format!(
         "{y:04}-{mo:02}-{d:02} {:02}:{:02}:{:02}{frac} UTC",

@@ -202,7 +202,31 @@ impl Timestamp {
         Timestamp { raw: self.raw, res }
     }
 
-    /// The fraction of the second in `res` units, rounded down.
+    /// Whole seconds and units of `res`: the conversion every writer uses. From a binary
+    /// source (ERF, pcapng 2^-n) to a decimal resolution the fraction is rounded to the
+    /// nearest unit, as Wireshark does (a carry moves into the seconds); from a decimal
+    /// source it is rounded down, as editcap does when it turns ns into µs. Either way a
+    /// time stamp that came from `res` converts back to exactly its units.
+    #[inline]
+    pub fn split(self, res: TsResolution) -> (u32, u64) {
+        let secs = self.secs();
+        match (res, self.res) {
+            (TsResolution::Decimal(_), TsResolution::Binary(_)) => {
+                let per = res.units_per_second();
+                let frac = self.raw & 0xFFFF_FFFF;
+                let units = (frac * per + (1 << 31)) >> 32;
+                if units >= per {
+                    (secs.wrapping_add(1), units - per)
+                } else {
+                    (secs, units)
+                }
+            }
+            _ => (secs, self.subsec_units(res)),
+        }
+    }
+
+    /// The fraction of the second in `res` units, rounded down (see [`Timestamp::split`]
+    /// for the conversion writers use).
     #[inline]
     pub fn subsec_units(self, res: TsResolution) -> u64 {
         let frac = self.raw & 0xFFFF_FFFF;
@@ -224,10 +248,11 @@ impl Timestamp {
         self.subsec_units(TsResolution::MICRO) as u32
     }
 
-    /// Nanoseconds since the epoch, rounded down.
+    /// Nanoseconds since the epoch (converted as by [`Timestamp::split`]).
     #[inline]
     pub fn as_unix_nanos(self) -> u64 {
-        u64::from(self.secs()) * 1_000_000_000 + u64::from(self.subsec_nanos())
+        let (secs, nanos) = self.split(TsResolution::NANO);
+        u64::from(secs) * 1_000_000_000 + nanos
     }
 
     /// Whether this time stamp can be written in `res` without losing anything.
@@ -236,7 +261,8 @@ impl Timestamp {
         if self.res.fits_in(res) {
             return true;
         }
-        Timestamp::from_units(self.secs(), self.subsec_units(res), res).raw == self.raw
+        let (secs, units) = self.split(res);
+        Timestamp::from_units(secs, units, res).raw == self.raw
     }
 
     /// The difference `self - earlier` in nanoseconds (rounded down), negative when
@@ -293,7 +319,10 @@ impl fmt::Display for Timestamp {
                     width = usize::from(n)
                 )
             }
-            _ => write!(f, "{}.{:09}", self.secs(), self.subsec_nanos()),
+            _ => {
+                let (secs, nanos) = self.split(TsResolution::NANO);
+                write!(f, "{secs}.{nanos:09}")
+            }
         }
     }
 }
@@ -371,6 +400,23 @@ mod tests {
             let t = Timestamp::from_units(secs, units, res);
             prop_assert_eq!(t.subsec_units(res), units);
             prop_assert!(t.is_exact_in(TsResolution::NANO));
+        }
+
+        #[test]
+        fn binary_rounds_to_nearest_and_decimal_round_trips(raw: u64) {
+            let t = Timestamp::from_erf(raw);
+            let (secs, nanos) = t.split(TsResolution::NANO);
+            prop_assert!(nanos < 1_000_000_000);
+            // nearest: within half a nanosecond of the exact value
+            let exact = (u128::from(raw) * 1_000_000_000) >> 32;
+            let got = u128::from(secs) * 1_000_000_000 + u128::from(nanos);
+            let secs_wrapped = exact / 1_000_000_000 >= 1 << 32;
+            if !secs_wrapped {
+                prop_assert!(got.abs_diff(exact) <= 1);
+                // ns -> ERF -> ns is exact
+                let n = Timestamp::from_nanos(secs, nanos as u32);
+                prop_assert_eq!(Timestamp::from_erf(n.to_erf()).split(TsResolution::NANO), (secs, nanos));
+            }
         }
 
         #[test]

@@ -172,8 +172,9 @@ impl<W: Write> PcapWriter<W> {
         }
         let bo = self.options.byte_order;
         let mut rec = [0u8; 16];
-        rec[0..4].copy_from_slice(&bo.put_u32(meta.ts.secs()));
-        rec[4..8].copy_from_slice(&bo.put_u32(meta.ts.subsec_units(res) as u32));
+        let (secs, frac) = meta.ts.split(res);
+        rec[0..4].copy_from_slice(&bo.put_u32(secs));
+        rec[4..8].copy_from_slice(&bo.put_u32(frac as u32));
         rec[8..12].copy_from_slice(&bo.put_u32(caplen as u32));
         rec[12..16].copy_from_slice(&bo.put_u32(meta.wire_len));
         self.out.write_all(&rec)?;

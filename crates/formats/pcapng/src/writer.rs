@@ -58,10 +58,11 @@ fn tsresol_byte(res: TsResolution) -> u8 {
 /// Raw 64-bit units of `ts` in `res`.
 #[inline]
 fn units(ts: Timestamp, res: TsResolution) -> u64 {
-    let secs = u64::from(ts.secs());
+    let (secs, frac) = ts.split(res);
+    let secs = u64::from(secs);
     match res {
-        TsResolution::Binary(n) => (secs << n) | ts.subsec_units(res),
-        TsResolution::Decimal(_) => secs * res.units_per_second() + ts.subsec_units(res),
+        TsResolution::Binary(n) => (secs << n) | frac,
+        TsResolution::Decimal(_) => secs * res.units_per_second() + frac,
     }
 }
 

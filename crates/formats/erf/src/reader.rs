@@ -1,0 +1,266 @@
+//! Zero-copy ERF reader.
+
+use std::io::Read;
+use std::path::Path;
+
+use tracekit_core::io::{Input, ReadMode};
+use tracekit_core::{
+    CaptureSource, Direction, Error, InterfaceInfo, LinkType, Meta, Packet, PacketKind, Stats,
+    Timestamp, TsResolution,
+};
+
+use crate::record::{self, EXT_LEN, HEADER_LEN, Payload, field, types};
+
+/// How an [`ErfReader`] reads.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ErfReaderOptions {
+    /// Skip `ERF_TYPE_META` provenance records instead of handing them out as packets of
+    /// kind [`PacketKind::Meta`].
+    pub skip_meta: bool,
+}
+
+/// Oddities the reader met and accepted.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ErfNotes {
+    /// Padding records (skipped).
+    pub pad_records: u64,
+    /// Records flagged as truncated by the capture card.
+    pub truncated: u64,
+    /// Records flagged with a receive error.
+    pub rx_errors: u64,
+    /// Records flagged with a DS error.
+    pub ds_errors: u64,
+    /// Records handed out whole as `LINKTYPE_ERF` (types without a link-layer mapping).
+    pub encapsulated: u64,
+}
+
+/// Reads an ERF file or stream, lending each record's payload from the input buffer.
+///
+/// - Ethernet, HDLC/PoS, IPv4 and IPv6 records (and their colour variants) become packets
+///   of that link type: the payload after the header, the extension headers and the
+///   type header, cut to `min(rlen − framing, wlen)`; `wlen` is the wire length.
+/// - Every other record type (META provenance, ATM, multichannel, ...) is handed out whole
+///   as `LINKTYPE_ERF` (header, extension headers, payload cut the same way), so nothing
+///   is lost; META records have kind [`PacketKind::Meta`] unless skipped.
+/// - The loss counter becomes [`Meta::loss`] (not for colour types, where the field is a
+///   colour), the 2-bit interface [`Meta::interface`].
+pub struct ErfReader {
+    input: Input,
+    options: ErfReaderOptions,
+    packets: u64,
+    lost: u64,
+    last_link: [Option<LinkType>; 4],
+    notes: ErfNotes,
+    done: bool,
+}
+
+impl ErfReader {
+    /// Opens a file, read the default way.
+    pub fn open(path: impl AsRef<Path>) -> Result<ErfReader, Error> {
+        Ok(ErfReader::from_input(
+            Input::open(path, ReadMode::Auto)?,
+            ErfReaderOptions::default(),
+        ))
+    }
+
+    /// Reads from any byte stream.
+    pub fn from_reader(reader: impl Read + Send + 'static) -> ErfReader {
+        ErfReader::from_input(Input::from_reader(reader), ErfReaderOptions::default())
+    }
+
+    /// Reads from a prepared [`Input`] positioned at the first record.
+    pub fn from_input(input: Input, options: ErfReaderOptions) -> ErfReader {
+        ErfReader {
+            input,
+            options,
+            packets: 0,
+            lost: 0,
+            last_link: [None; 4],
+            notes: ErfNotes::default(),
+            done: false,
+        }
+    }
+
+    /// Oddities accepted so far.
+    pub fn notes(&self) -> &ErfNotes {
+        &self.notes
+    }
+
+    /// Byte offset of the next record.
+    pub fn position(&self) -> u64 {
+        self.input.position()
+    }
+
+    /// The underlying input.
+    pub fn input(&self) -> &Input {
+        &self.input
+    }
+
+    /// What is known of interface `id` (0-3): the link type of its latest record.
+    pub fn interface_info(&self, id: u32) -> Option<InterfaceInfo> {
+        let link = (*self.last_link.get(id as usize)?)?;
+        Some(InterfaceInfo {
+            ts_resolution: TsResolution::ERF,
+            ..InterfaceInfo::new(link)
+        })
+    }
+
+    fn error_here(&mut self, e: Error) -> Error {
+        self.done = true;
+        e.with_shared_path(self.input.path())
+            .with_offset(self.input.position())
+            .with_packet(self.packets + 1)
+    }
+
+    /// The next record, borrowed until the next call.
+    #[inline]
+    pub fn next_packet(&mut self) -> Result<Option<Packet<'_>>, Error> {
+        loop {
+            if self.done {
+                return Ok(None);
+            }
+            let have = self.input.fill(HEADER_LEN)?;
+            if have < HEADER_LEN {
+                self.done = true;
+                if have == 0 {
+                    return Ok(None);
+                }
+                return Err(self
+                    .input
+                    .cut_error("ERF record header", HEADER_LEN as u64)
+                    .with_packet(self.packets + 1));
+            }
+            let h = self.input.available();
+            let rlen = usize::from(u16::from_be_bytes([
+                h[field::RLEN.start],
+                h[field::RLEN.start + 1],
+            ]));
+            if rlen < HEADER_LEN {
+                return Err(self.error_here(Error::malformed(format!(
+                    "bad ERF record length {rlen} (a record holds at least its 16-byte header)"
+                ))));
+            }
+            if self.input.fill(rlen)? < rlen {
+                self.done = true;
+                return Err(self
+                    .input
+                    .cut_error("ERF record", rlen as u64)
+                    .with_packet(self.packets + 1));
+            }
+            let b = &self.input.available()[..rlen];
+            let ts = u64::from_le_bytes(b[field::TS].try_into().unwrap_or_default());
+            let raw_type = b[field::TYPE];
+            let flags = b[field::FLAGS];
+            let lctr = u16::from_be_bytes([b[field::LCTR.start], b[field::LCTR.start + 1]]);
+            let wlen = usize::from(u16::from_be_bytes([
+                b[field::WLEN.start],
+                b[field::WLEN.start + 1],
+            ]));
+            let t = raw_type & 0x7f;
+            // Extension headers: a chain of 8-byte headers, bit 7 of each first byte
+            // saying that another follows.
+            let mut framing = HEADER_LEN;
+            let mut more = raw_type & 0x80 != 0;
+            while more {
+                match b.get(framing..framing + EXT_LEN) {
+                    Some(ext) => more = ext[0] & 0x80 != 0,
+                    None => {
+                        return Err(self.error_here(Error::malformed(format!(
+                            "ERF extension headers run past the end of the {rlen}-byte record"
+                        ))));
+                    }
+                }
+                framing += EXT_LEN;
+            }
+            if t == types::PAD {
+                self.notes.pad_records += 1;
+                self.input.consume(rlen);
+                continue;
+            }
+            if t == types::META && self.options.skip_meta {
+                self.input.consume(rlen);
+                continue;
+            }
+            let (data_at, caplen, link, wire_len) = match record::payload_of(t) {
+                Payload::Ethernet => {
+                    let at = framing + 2;
+                    if rlen < at {
+                        return Err(self.error_here(Error::malformed(format!(
+                            "ERF Ethernet record of {rlen} bytes has no room for its 2-byte pad"
+                        ))));
+                    }
+                    (at, (rlen - at).min(wlen), LinkType::ETHERNET, wlen)
+                }
+                Payload::Hdlc => {
+                    let cap = (rlen - framing).min(wlen);
+                    let link = record::hdlc_link_type(&b[framing..framing + cap]);
+                    (framing, cap, link, wlen)
+                }
+                Payload::Ipv4 => (framing, (rlen - framing).min(wlen), LinkType::IPV4, wlen),
+                Payload::Ipv6 => (framing, (rlen - framing).min(wlen), LinkType::IPV6, wlen),
+                Payload::Record => {
+                    self.notes.encapsulated += 1;
+                    (
+                        0,
+                        framing + (rlen - framing).min(wlen),
+                        LinkType::ERF,
+                        framing + wlen,
+                    )
+                }
+            };
+            if flags & 0x08 != 0 {
+                self.notes.truncated += 1;
+            }
+            if flags & 0x10 != 0 {
+                self.notes.rx_errors += 1;
+            }
+            if flags & 0x20 != 0 {
+                self.notes.ds_errors += 1;
+            }
+            let loss = if record::is_colour_type(t) {
+                0
+            } else {
+                u32::from(lctr)
+            };
+            self.lost += u64::from(loss);
+            let interface = u32::from(flags & 0x03);
+            self.last_link[interface as usize] = Some(link);
+            let meta = Meta {
+                ts: Timestamp::from_erf(ts),
+                wire_len: wire_len as u32,
+                link,
+                interface,
+                direction: Direction::Unknown,
+                loss,
+                kind: if t == types::META {
+                    PacketKind::Meta
+                } else {
+                    PacketKind::Data
+                },
+            };
+            let start = self.input.window_pos();
+            self.input.consume(rlen);
+            self.packets += 1;
+            return Ok(Some(Packet::new(
+                self.input.window(start + data_at, caplen),
+                meta,
+            )));
+        }
+    }
+}
+
+impl CaptureSource for ErfReader {
+    #[inline]
+    fn next_packet(&mut self) -> Result<Option<Packet<'_>>, Error> {
+        ErfReader::next_packet(self)
+    }
+
+    fn stats(&self) -> Stats {
+        Stats {
+            received: self.packets,
+            captured: self.packets,
+            dropped: self.lost,
+            ..Stats::default()
+        }
+    }
+}

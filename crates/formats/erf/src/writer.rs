@@ -1,0 +1,220 @@
+//! ERF writer.
+
+use std::io::{BufWriter, Write};
+
+use tracekit_core::{CaptureSink, Direction, Error, LinkType, Packet, PacketKind, SinkReport};
+
+use crate::record::{EXT_LEN, HEADER_LEN, types};
+
+/// How an [`ErfWriter`] writes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ErfWriterOptions {
+    /// Cut packets to this many bytes (wire length kept).
+    pub snaplen: Option<u32>,
+}
+
+#[derive(Debug, Default)]
+struct Losses {
+    interface: u64,
+    direction: u64,
+    comments: u64,
+    loss_counter: u64,
+    wire_len: u64,
+    snapped: u64,
+    meta_records: u64,
+    padded_capture: u64,
+}
+
+/// Writes ERF records: the type from the link type (Ethernet, IPv4/IPv6, HDLC; whole
+/// `LINKTYPE_ERF` records are written back as they were), 8-byte aligned record lengths,
+/// the interface in the flags, the loss counter. What ERF cannot carry (direction,
+/// interfaces above 3, comments, counts above 16 bits) is counted in the report.
+pub struct ErfWriter<W: Write> {
+    out: BufWriter<W>,
+    options: ErfWriterOptions,
+    packets: u64,
+    bytes: u64,
+    losses: Losses,
+}
+
+const PAD: [u8; 8] = [0; 8];
+
+/// Largest record length (16-bit field, multiple of 8).
+const MAX_RLEN: usize = 65_528;
+
+impl<W: Write> ErfWriter<W> {
+    /// A writer over `out`, buffered internally.
+    pub fn new(out: W, options: ErfWriterOptions) -> ErfWriter<W> {
+        ErfWriter {
+            out: BufWriter::with_capacity(1 << 20, out),
+            options,
+            packets: 0,
+            bytes: 0,
+            losses: Losses::default(),
+        }
+    }
+
+    /// Writes one packet as one record.
+    pub fn write_packet(&mut self, packet: &Packet<'_>) -> Result<(), Error> {
+        let meta = packet.meta();
+        if meta.kind == PacketKind::Meta && meta.link != LinkType::ERF {
+            self.losses.meta_records += 1;
+            return Ok(());
+        }
+        let data = packet.data();
+        if meta.link == LinkType::ERF {
+            return self.write_record(packet);
+        }
+        let (erf_type, type_header): (u8, &[u8]) = match meta.link {
+            LinkType::ETHERNET => (types::ETH, &[0, 0]),
+            LinkType::IPV4 => (types::IPV4, &[]),
+            LinkType::IPV6 => (types::IPV6, &[]),
+            LinkType::RAW => match data.first().map(|b| b >> 4) {
+                Some(4) => (types::IPV4, &[]),
+                Some(6) => (types::IPV6, &[]),
+                _ => {
+                    return Err(Error::would_lose(
+                        "a raw-IP packet that is neither IPv4 nor IPv6 has no ERF record type",
+                    )
+                    .with_packet(self.packets + 1));
+                }
+            },
+            LinkType::PPP_HDLC | LinkType::C_HDLC => (types::HDLC_POS, &[]),
+            other => {
+                return Err(Error::would_lose(format!(
+                    "ERF has no record type for link type {other} (write pcap or pcapng to keep it)"
+                ))
+                .with_packet(self.packets + 1));
+            }
+        };
+        let framing = HEADER_LEN + type_header.len();
+        let mut caplen = data.len();
+        if let Some(s) = self.options.snaplen {
+            caplen = caplen.min(s as usize);
+        }
+        caplen = caplen.min(MAX_RLEN - framing);
+        if caplen < data.len() {
+            self.losses.snapped += 1;
+        }
+        let rlen = (framing + caplen + 7) & !7;
+        if (caplen as u64) < u64::from(meta.wire_len) && rlen != framing + caplen {
+            // The reader will see the alignment padding as captured bytes.
+            self.losses.padded_capture += 1;
+        }
+        let wlen = if meta.wire_len > u32::from(u16::MAX) {
+            self.losses.wire_len += 1;
+            u16::MAX
+        } else {
+            meta.wire_len as u16
+        };
+        let lctr = if meta.loss > u32::from(u16::MAX) {
+            self.losses.loss_counter += 1;
+            u16::MAX
+        } else {
+            meta.loss as u16
+        };
+        if meta.interface > 3 {
+            self.losses.interface += 1;
+        }
+        if meta.direction != Direction::Unknown {
+            self.losses.direction += 1;
+        }
+        if packet.options().is_some_and(|o| o.has_comments()) {
+            self.losses.comments += 1;
+        }
+        // varying-length records; interface in bits 0-1
+        let flags = 0x04 | (meta.interface & 0x03) as u8;
+        let mut head = [0u8; HEADER_LEN];
+        head[0..8].copy_from_slice(&meta.ts.to_erf().to_le_bytes());
+        head[8] = erf_type;
+        head[9] = flags;
+        head[10..12].copy_from_slice(&(rlen as u16).to_be_bytes());
+        head[12..14].copy_from_slice(&lctr.to_be_bytes());
+        head[14..16].copy_from_slice(&wlen.to_be_bytes());
+        self.out.write_all(&head)?;
+        self.out.write_all(type_header)?;
+        self.out.write_all(&data[..caplen])?;
+        self.out.write_all(&PAD[..rlen - framing - caplen])?;
+        self.packets += 1;
+        self.bytes += rlen as u64;
+        Ok(())
+    }
+
+    /// Writes a whole `LINKTYPE_ERF` record back, with the packet's time stamp and its
+    /// record length recomputed for the bytes present (8-byte aligned).
+    fn write_record(&mut self, packet: &Packet<'_>) -> Result<(), Error> {
+        let data = packet.data();
+        if data.len() < HEADER_LEN {
+            return Err(Error::malformed(format!(
+                "a LINKTYPE_ERF packet of {} bytes is shorter than an ERF header",
+                data.len()
+            ))
+            .with_packet(self.packets + 1));
+        }
+        let mut framing = HEADER_LEN;
+        let mut more = data[8] & 0x80 != 0;
+        while more && framing + EXT_LEN <= data.len() {
+            more = data[framing] & 0x80 != 0;
+            framing += EXT_LEN;
+        }
+        let body = &data[HEADER_LEN..data.len().min(MAX_RLEN)];
+        let rlen = (HEADER_LEN + body.len() + 7) & !7;
+        let mut head = [0u8; HEADER_LEN];
+        head.copy_from_slice(&data[..HEADER_LEN]);
+        head[0..8].copy_from_slice(&packet.ts().to_erf().to_le_bytes());
+        head[10..12].copy_from_slice(&(rlen as u16).to_be_bytes());
+        self.out.write_all(&head)?;
+        self.out.write_all(body)?;
+        self.out.write_all(&PAD[..rlen - HEADER_LEN - body.len()])?;
+        self.packets += 1;
+        self.bytes += rlen as u64;
+        Ok(())
+    }
+
+    fn report(&self) -> SinkReport {
+        let mut r = SinkReport {
+            packets: self.packets,
+            bytes: self.bytes,
+            lost: Vec::new(),
+        };
+        let l = &self.losses;
+        r.add_loss("interface id above 3", l.interface);
+        r.add_loss("direction", l.direction);
+        r.add_loss("comments", l.comments);
+        r.add_loss("loss counter above 65535", l.loss_counter);
+        r.add_loss("wire length above 65535", l.wire_len);
+        r.add_loss("bytes beyond the snap length or 64 KiB", l.snapped);
+        r.add_loss("metadata record (not written)", l.meta_records);
+        r.add_loss(
+            "exact capture length of truncated packets (ERF pads records to 8 bytes)",
+            l.padded_capture,
+        );
+        r
+    }
+
+    /// Flushes and returns the inner writer with the report.
+    pub fn finish_into_inner(mut self) -> Result<(W, SinkReport), Error> {
+        self.out.flush()?;
+        let report = self.report();
+        let inner = self
+            .out
+            .into_inner()
+            .map_err(|e| Error::from(e.into_error()))?;
+        Ok((inner, report))
+    }
+
+    /// Flushes and reports; `Ok` means the output is complete.
+    pub fn finish(self) -> Result<SinkReport, Error> {
+        self.finish_into_inner().map(|(_, r)| r)
+    }
+}
+
+impl<W: Write> CaptureSink for ErfWriter<W> {
+    fn write_packet(&mut self, packet: &Packet<'_>) -> Result<(), Error> {
+        ErfWriter::write_packet(self, packet)
+    }
+
+    fn finish(self: Box<Self>) -> Result<SinkReport, Error> {
+        ErfWriter::finish(*self)
+    }
+}
