@@ -155,11 +155,14 @@ pub fn hdlc_link_type(frame: &[u8]) -> LinkType {
 /// (the rule libtrace uses).
 pub const DETECT_MIN_SECS: u32 = 788_918_400;
 
+/// Largest gap between the time stamps of neighbouring records that detection accepts.
+pub const MAX_NEIGHBOUR_GAP_SECS: u32 = 30 * 86_400;
+
 /// Whether `head` (the first bytes of some content) looks like ERF records. Stricter
 /// than libtrace's rule: the content must not start like pcap or pcapng, and the record
 /// headers present in `head` (up to 8) must each have a known, non-legacy type, a record
 /// length that holds its header and extension headers, and a time stamp on or after 1995
-/// within a day of the first. Once two records in a row passed, a later bad one is
+/// within 30 days of the previous record's. Once two records in a row passed, a later bad one is
 /// damage for the reader to report, not a reason to doubt the format.
 pub fn looks_like_erf(head: &[u8]) -> bool {
     let good = leading_good_records(head);
@@ -186,7 +189,7 @@ fn leading_good_records(head: &[u8]) -> usize {
         return 0;
     }
     let mut off = 0usize;
-    let mut first_secs = None;
+    let mut previous_secs = None;
     let mut checked = 0;
     while off + HEADER_LEN <= head.len() && checked < 8 {
         let h = &head[off..];
@@ -201,11 +204,11 @@ fn leading_good_records(head: &[u8]) -> usize {
         if secs < DETECT_MIN_SECS {
             return checked;
         }
-        match first_secs {
-            None => first_secs = Some(secs),
-            Some(first) if secs.abs_diff(first) > 86_400 => return checked,
-            Some(_) => {}
+        // Neighbouring records of a real trace are close in time.
+        if previous_secs.is_some_and(|p: u32| secs.abs_diff(p) > MAX_NEIGHBOUR_GAP_SECS) {
+            return checked;
         }
+        previous_secs = Some(secs);
         // Extension headers must fit in the record.
         let mut framing = HEADER_LEN;
         let mut more = raw_type & 0x80 != 0;

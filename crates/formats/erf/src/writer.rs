@@ -141,7 +141,9 @@ impl<W: Write> ErfWriter<W> {
     }
 
     /// Writes a whole `LINKTYPE_ERF` record back, with the packet's time stamp and its
-    /// record length recomputed for the bytes present (8-byte aligned).
+    /// record length set to the bytes present. Such records keep their own length, so a
+    /// record that was not 8-byte aligned in its source (libtrace writes META records
+    /// that way) is copied bit for bit.
     fn write_record(&mut self, packet: &Packet<'_>) -> Result<(), Error> {
         let data = packet.data();
         if data.len() < HEADER_LEN {
@@ -158,14 +160,13 @@ impl<W: Write> ErfWriter<W> {
             framing += EXT_LEN;
         }
         let body = &data[HEADER_LEN..data.len().min(MAX_RLEN)];
-        let rlen = (HEADER_LEN + body.len() + 7) & !7;
+        let rlen = HEADER_LEN + body.len();
         let mut head = [0u8; HEADER_LEN];
         head.copy_from_slice(&data[..HEADER_LEN]);
         head[0..8].copy_from_slice(&packet.ts().to_erf().to_le_bytes());
         head[10..12].copy_from_slice(&(rlen as u16).to_be_bytes());
         self.out.write_all(&head)?;
         self.out.write_all(body)?;
-        self.out.write_all(&PAD[..rlen - HEADER_LEN - body.len()])?;
         self.packets += 1;
         self.bytes += rlen as u64;
         Ok(())
