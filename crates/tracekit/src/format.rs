@@ -4,6 +4,7 @@ use std::fmt;
 
 use tracekit_core::Error;
 use tracekit_core::io::Compression;
+use tracekit_erf::looks_like_erf;
 use tracekit_pcap::FileHeader;
 use tracekit_pcapng::is_pcapng;
 
@@ -15,13 +16,13 @@ pub enum Format {
     Pcap,
     /// pcapng.
     Pcapng,
-    /// Endace ERF (named for URIs; reading and writing arrive with the ERF crate).
+    /// Endace ERF.
     Erf,
 }
 
 impl Format {
-    /// Bytes [`Format::detect`] looks at.
-    pub const SNIFF_LEN: usize = 24;
+    /// Bytes [`Format::detect`] looks at (ERF detection walks the first records).
+    pub const SNIFF_LEN: usize = 512;
 
     /// Lower-case name, as used in URIs and `--format`.
     pub fn name(self) -> &'static str {
@@ -59,6 +60,9 @@ impl Format {
                     c.name()
                 )));
             }
+        }
+        if looks_like_erf(head) {
+            return Ok(Format::Erf);
         }
         if head.is_empty() {
             return Err(Error::unknown_format("the input is empty"));

@@ -9,9 +9,9 @@
 //!   format could not carry.
 //! - [`Summary`] accumulates capinfos-style figures.
 //!
-//! Formats: classic pcap ([`tracekit_pcap`]) and pcapng ([`tracekit_pcapng`]); ERF,
-//! compression and live capture plug in here as they land, each as one more arm of the
-//! [`Source`]/[`Sink`] enums. [`copy`] copies a trace into a sink with its interface
+//! Formats: classic pcap ([`tracekit_pcap`]), pcapng ([`tracekit_pcapng`]) and ERF
+//! ([`tracekit_erf`]); compression and live capture plug in here as they land, each as one
+//! more arm of the [`Source`]/[`Sink`] enums. [`copy`] copies a trace into a sink with its interface
 //! descriptions.
 //!
 //! ```no_run
@@ -45,7 +45,7 @@ mod summary;
 pub use copy::{CopyError, copy};
 pub use format::Format;
 pub use sink::{CreateOptions, Sink, create};
-pub use source::{OpenOptions, Source, open, open_with};
+pub use source::{Metadata, OpenOptions, Source, open, open_with};
 pub use summary::Summary;
 
 pub use tracekit_core::io::{Compression, ReadMode};
@@ -54,4 +54,6 @@ pub use tracekit_core::{
     Meta, OwnedPacket, Packet, PacketKind, PacketOptions, SinkReport, Stats, Timestamp,
     TsResolution,
 };
-pub use {tracekit_core as core, tracekit_pcap as pcap, tracekit_pcapng as pcapng};
+pub use {
+    tracekit_core as core, tracekit_erf as erf, tracekit_pcap as pcap, tracekit_pcapng as pcapng,
+};

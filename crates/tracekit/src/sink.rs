@@ -9,6 +9,7 @@ use tracekit_core::io::Compression;
 use tracekit_core::{
     CaptureSink, Error, InterfaceInfo, LinkType, Packet, SinkReport, TsResolution,
 };
+use tracekit_erf::{ErfWriter, ErfWriterOptions};
 use tracekit_pcap::{PcapWriter, PcapWriterOptions};
 use tracekit_pcapng::{PcapngWriter, PcapngWriterOptions};
 
@@ -59,6 +60,7 @@ pub struct Sink {
 enum SinkKind {
     Pcap(PcapWriter<Output>),
     Pcapng(PcapngWriter<Output>),
+    Erf(ErfWriter<Output>),
 }
 
 /// Creates a trace for writing: a path or `-` for standard output. The format comes
@@ -75,7 +77,7 @@ pub fn create(uri: &str, options: &CreateOptions) -> Result<Sink, Error> {
         None if path == "-" => Format::Pcap,
         None => Format::from_file_name(path).ok_or_else(|| {
             Error::invalid_argument(format!(
-                "cannot tell the output format from the name '{path}': give a .pcap name or a format"
+                "cannot tell the output format from the name '{path}': name it .pcap, .pcapng or .erf, or give a format"
             ))
         })?,
     };
@@ -110,13 +112,12 @@ pub fn create(uri: &str, options: &CreateOptions) -> Result<Sink, Error> {
             };
             SinkKind::Pcapng(PcapngWriter::new(out, ng_options).map_err(|e| e.with_path(path))?)
         }
-        #[allow(unreachable_patterns)]
-        other => {
-            return Err(Error::unsupported(format!(
-                "writing {other} is not part of this build of tracekit yet"
-            ))
-            .with_path(path));
-        }
+        Format::Erf => SinkKind::Erf(ErfWriter::new(
+            out,
+            ErfWriterOptions {
+                snaplen: options.snaplen,
+            },
+        )),
     };
     Ok(Sink { kind, format })
 }
@@ -133,6 +134,7 @@ impl Sink {
         match &mut self.kind {
             SinkKind::Pcap(w) => w.write_packet(packet),
             SinkKind::Pcapng(w) => w.write_packet(packet),
+            SinkKind::Erf(w) => w.write_packet(packet),
         }
     }
 
@@ -141,7 +143,7 @@ impl Sink {
     /// it (pcapng) do; the others ignore it.
     pub fn describe_interface(&mut self, id: u32, info: &InterfaceInfo) -> Result<(), Error> {
         match &mut self.kind {
-            SinkKind::Pcap(_) => Ok(()),
+            SinkKind::Pcap(_) | SinkKind::Erf(_) => Ok(()),
             SinkKind::Pcapng(w) => w.describe_interface(id, info),
         }
     }
@@ -151,6 +153,7 @@ impl Sink {
         match self.kind {
             SinkKind::Pcap(w) => w.finish(),
             SinkKind::Pcapng(w) => w.finish(),
+            SinkKind::Erf(w) => w.finish(),
         }
     }
 }

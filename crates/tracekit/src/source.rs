@@ -4,6 +4,7 @@ use std::path::Path;
 
 use tracekit_core::io::{Compression, Input, ReadMode};
 use tracekit_core::{CaptureSource, Error, InterfaceInfo, LinkType, Packet, Stats, TsResolution};
+use tracekit_erf::{ErfReader, ErfReaderOptions};
 use tracekit_pcap::PcapReader;
 use tracekit_pcapng::{PcapngReader, PcapngReaderOptions};
 
@@ -16,9 +17,22 @@ pub struct OpenOptions {
     pub read_mode: ReadMode,
     /// Insist on a format instead of detecting it from the content.
     pub format: Option<Format>,
-    /// Hand out metadata records (pcapng non-packet blocks, ERF provenance) as packets
-    /// of kind [`tracekit_core::PacketKind::Meta`].
-    pub metadata: bool,
+    /// Whether metadata records (pcapng non-packet blocks, ERF provenance) are handed
+    /// out as packets of kind [`tracekit_core::PacketKind::Meta`].
+    pub metadata: Metadata,
+}
+
+/// Which metadata records a source hands out.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Metadata {
+    /// Each format's default, the one tshark counts: ERF META records are handed out,
+    /// pcapng non-packet blocks are parsed and skipped.
+    #[default]
+    FormatDefault,
+    /// Every metadata record is handed out.
+    Deliver,
+    /// No metadata record is handed out.
+    Skip,
 }
 
 /// An open trace of any supported format. Dispatch per packet is one `match`.
@@ -41,6 +55,7 @@ pub struct Source {
 enum SourceKind {
     Pcap(PcapReader),
     Pcapng(PcapngReader),
+    Erf(ErfReader),
 }
 
 /// Splits `scheme:rest` for the schemes tracekit knows; anything else is a path.
@@ -96,6 +111,9 @@ pub fn open_with(uri: &str, options: &OpenOptions) -> Result<Source, Error> {
             .with_shared_path(input.path()));
         }
         (_, Ok(d)) => d,
+        // A forced format is trusted when detection is merely unsure (ERF time stamps
+        // before 1995, say); its reader validates the content.
+        (Some(f), Err(e)) if matches!(e.kind(), tracekit_core::ErrorKind::UnknownFormat(_)) => f,
         (_, Err(e)) => return Err(e),
     };
     let kind = match format {
@@ -103,16 +121,15 @@ pub fn open_with(uri: &str, options: &OpenOptions) -> Result<Source, Error> {
         Format::Pcapng => SourceKind::Pcapng(PcapngReader::from_input(
             input,
             PcapngReaderOptions {
-                deliver_meta: options.metadata,
+                deliver_meta: options.metadata == Metadata::Deliver,
             },
         )?),
-        #[allow(unreachable_patterns)]
-        other => {
-            return Err(Error::unsupported(format!(
-                "{other} files are recognised but not readable by this build of tracekit yet"
-            ))
-            .with_shared_path(input.path()));
-        }
+        Format::Erf => SourceKind::Erf(ErfReader::from_input(
+            input,
+            ErfReaderOptions {
+                skip_meta: options.metadata == Metadata::Skip,
+            },
+        )),
     };
     Ok(Source {
         kind,
@@ -126,6 +143,7 @@ impl Source {
         match &self.kind {
             SourceKind::Pcap(_) => Format::Pcap,
             SourceKind::Pcapng(_) => Format::Pcapng,
+            SourceKind::Erf(_) => Format::Erf,
         }
     }
 
@@ -142,6 +160,7 @@ impl Source {
                     r.interfaces().len()
                 )
             }
+            SourceKind::Erf(_) => "ERF (32.32 time stamps)".to_string(),
         }
     }
 
@@ -155,6 +174,7 @@ impl Source {
         match &self.kind {
             SourceKind::Pcap(r) => Some(r.header().snaplen),
             SourceKind::Pcapng(r) => r.interfaces().iter().map(|i| i.snaplen).max(),
+            SourceKind::Erf(_) => None,
         }
     }
 
@@ -167,6 +187,7 @@ impl Source {
                 let first = links.next()?;
                 links.all(|l| l == first).then_some(first)
             }
+            SourceKind::Erf(_) => None,
         }
     }
 
@@ -183,10 +204,13 @@ impl Source {
                 }
             }),
             SourceKind::Pcapng(r) => r.interface(id).map(|i| i.info()),
+            SourceKind::Erf(r) => r.interface_info(id),
         }
     }
 
-    /// The finest time stamp resolution of the trace (of the interfaces seen so far).
+    /// The finest time stamp resolution of the trace, as far as known: for pcapng, of the
+    /// interfaces described so far, and nanoseconds before any is (which holds the common
+    /// µs and ns resolutions exactly).
     pub fn ts_resolution(&self) -> TsResolution {
         match &self.kind {
             SourceKind::Pcap(r) => r.header().resolution,
@@ -195,7 +219,8 @@ impl Source {
                 .iter()
                 .map(|i| i.ts_resolution)
                 .max_by(|a, b| a.units_per_second().cmp(&b.units_per_second()))
-                .unwrap_or(TsResolution::MICRO),
+                .unwrap_or(TsResolution::NANO),
+            SourceKind::Erf(_) => TsResolution::ERF,
         }
     }
 
@@ -204,6 +229,7 @@ impl Source {
         match &self.kind {
             SourceKind::Pcap(r) => r.position(),
             SourceKind::Pcapng(r) => r.position(),
+            SourceKind::Erf(r) => r.position(),
         }
     }
 
@@ -212,6 +238,7 @@ impl Source {
         match &self.kind {
             SourceKind::Pcap(r) => r.input().size_hint(),
             SourceKind::Pcapng(r) => r.input().size_hint(),
+            SourceKind::Erf(r) => r.input().size_hint(),
         }
     }
 
@@ -242,6 +269,26 @@ impl Source {
                 }
                 out
             }
+            SourceKind::Erf(r) => {
+                let n = r.notes();
+                let mut out = Vec::new();
+                if n.pad_records > 0 {
+                    out.push(format!("{} padding record(s) skipped", n.pad_records));
+                }
+                if n.encapsulated > 0 {
+                    out.push(format!(
+                        "{} record(s) of types without a link-layer mapping handed out whole (LINKTYPE_ERF)",
+                        n.encapsulated
+                    ));
+                }
+                if n.truncated + n.rx_errors + n.ds_errors > 0 {
+                    out.push(format!(
+                        "records flagged by the card: {} truncated, {} receive errors, {} DS errors",
+                        n.truncated, n.rx_errors, n.ds_errors
+                    ));
+                }
+                out
+            }
         }
     }
 
@@ -268,6 +315,7 @@ impl CaptureSource for Source {
         match &mut self.kind {
             SourceKind::Pcap(r) => r.next_packet(),
             SourceKind::Pcapng(r) => r.next_packet(),
+            SourceKind::Erf(r) => r.next_packet(),
         }
     }
 
@@ -275,6 +323,7 @@ impl CaptureSource for Source {
         match &self.kind {
             SourceKind::Pcap(r) => r.stats(),
             SourceKind::Pcapng(r) => r.stats(),
+            SourceKind::Erf(r) => r.stats(),
         }
     }
 }

@@ -40,8 +40,9 @@ pub struct ErfNotes {
 ///   of that link type: the payload after the header, the extension headers and the
 ///   type header, cut to `min(rlen − framing, wlen)`; `wlen` is the wire length.
 /// - Every other record type (META provenance, ATM, multichannel, ...) is handed out whole
-///   as `LINKTYPE_ERF` (header, extension headers, payload cut the same way), so nothing
-///   is lost; META records have kind [`PacketKind::Meta`] unless skipped.
+///   as `LINKTYPE_ERF`: the record exactly as stored, so nothing is lost (its captured
+///   length can exceed its wire length by the record's padding); META records have kind
+///   [`PacketKind::Meta`] unless skipped.
 /// - The loss counter becomes [`Meta::loss`] (not for colour types, where the field is a
 ///   colour), the 2-bit interface [`Meta::interface`].
 pub struct ErfReader {
@@ -199,13 +200,11 @@ impl ErfReader {
                 Payload::Ipv4 => (framing, (rlen - framing).min(wlen), LinkType::IPV4, wlen),
                 Payload::Ipv6 => (framing, (rlen - framing).min(wlen), LinkType::IPV6, wlen),
                 Payload::Record => {
+                    // The record exactly as stored (padding included, so that it can be
+                    // written back bit for bit); the wire length is that of its header
+                    // and extension headers plus `wlen`.
                     self.notes.encapsulated += 1;
-                    (
-                        0,
-                        framing + (rlen - framing).min(wlen),
-                        LinkType::ERF,
-                        framing + wlen,
-                    )
+                    (0, rlen, LinkType::ERF, framing + wlen)
                 }
             };
             if flags & 0x08 != 0 {

@@ -23,6 +23,7 @@ struct Losses {
     snapped: u64,
     meta_records: u64,
     padded_capture: u64,
+    raw_link: u64,
 }
 
 /// Writes ERF records: the type from the link type (Ethernet, IPv4/IPv6, HDLC; whole
@@ -70,8 +71,14 @@ impl<W: Write> ErfWriter<W> {
             LinkType::IPV4 => (types::IPV4, &[]),
             LinkType::IPV6 => (types::IPV6, &[]),
             LinkType::RAW => match data.first().map(|b| b >> 4) {
-                Some(4) => (types::IPV4, &[]),
-                Some(6) => (types::IPV6, &[]),
+                Some(4) => {
+                    self.losses.raw_link += 1;
+                    (types::IPV4, &[])
+                }
+                Some(6) => {
+                    self.losses.raw_link += 1;
+                    (types::IPV6, &[])
+                }
                 _ => {
                     return Err(Error::would_lose(
                         "a raw-IP packet that is neither IPv4 nor IPv6 has no ERF record type",
@@ -186,6 +193,7 @@ impl<W: Write> ErfWriter<W> {
         r.add_loss("wire length above 65535", l.wire_len);
         r.add_loss("bytes beyond the snap length or 64 KiB", l.snapped);
         r.add_loss("metadata record (not written)", l.meta_records);
+        r.add_loss("link type RAW (written as IPv4/IPv6 records)", l.raw_link);
         r.add_loss(
             "exact capture length of truncated packets (ERF pads records to 8 bytes)",
             l.padded_capture,

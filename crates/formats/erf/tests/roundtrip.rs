@@ -134,6 +134,7 @@ fn what_erf_cannot_carry_is_reported() {
         [
             "interface id above 3",
             "direction",
+            "link type RAW (written as IPv4/IPv6 records)",
             "exact capture length of truncated packets (ERF pads records to 8 bytes)"
         ]
     );

@@ -153,6 +153,26 @@ impl<W: Write> PcapngWriter<W> {
         res: TsResolution,
     ) -> Result<usize, Error> {
         self.start()?;
+        // Keep interface numbers: interfaces below this one that were never described or
+        // seen (ERF numbers them without declaring them) get placeholder IDBs.
+        while (self.idbs.len() as u32) < source_interface
+            && !self
+                .idbs
+                .iter()
+                .any(|i| i.source_interface == source_interface)
+        {
+            let missing = self.idbs.len() as u32;
+            self.write_one_idb(missing, link, res)?;
+        }
+        self.write_one_idb(source_interface, link, res)
+    }
+
+    fn write_one_idb(
+        &mut self,
+        source_interface: u32,
+        link: LinkType,
+        res: TsResolution,
+    ) -> Result<usize, Error> {
         if link.0 > u32::from(u16::MAX) {
             return Err(Error::would_lose(format!(
                 "pcapng link types are 16 bits; {link} cannot be written"
