@@ -126,5 +126,54 @@ fn t1(c: &mut Criterion) {
     }
 }
 
-criterion_group!(benches, t1);
+/// The same packets in each format, written by tracekit from the pcap input.
+fn same_packets_in(format: &str, pcap: &str) -> String {
+    let path = format!("{}.{format}", pcap.trim_end_matches(".pcap"));
+    if !Path::new(&path).exists() {
+        let partial = format!("{path}.partial");
+        let mut source = tracekit::open(pcap).unwrap();
+        let options = CreateOptions {
+            format: tracekit::Format::from_name(format),
+            ..CreateOptions::default()
+        };
+        let mut sink = tracekit::create(&partial, &options).unwrap();
+        tracekit::copy(&mut source, &mut sink, |_| {})
+            .map_err(|(e, _)| format!("{e:?}"))
+            .unwrap();
+        sink.finish().unwrap();
+        std::fs::rename(partial, &path).unwrap();
+    }
+    format!("{format}:{path}")
+}
+
+/// Reading the same packets from pcap, pcapng and ERF (the bound: pcapng and ERF
+/// within 15 % of pcap).
+fn formats(c: &mut Criterion) {
+    for (name, snaplen) in [("tcp.pcap", 65535u32), ("tcp-snap96.pcap", 96)] {
+        let pcap = input(name, snaplen);
+        let expected = t1_count(&pcap, ReadMode::Auto).unwrap();
+        let mut group = c.benchmark_group(format!("read_format/{name}"));
+        group.sample_size(20);
+        group.throughput(Throughput::Elements(expected.0));
+        for format in ["pcap", "pcapng", "erf"] {
+            let uri = if format == "pcap" {
+                pcap.clone()
+            } else {
+                same_packets_in(format, &pcap)
+            };
+            // ERF pads truncated packets to 8 bytes: same packet count, bytes may differ
+            assert_eq!(
+                t1_count(&uri, ReadMode::Auto).unwrap().0,
+                expected.0,
+                "{uri}"
+            );
+            group.bench_function(format, |b| {
+                b.iter(|| black_box(t1_count(&uri, ReadMode::Auto).unwrap()))
+            });
+        }
+        group.finish();
+    }
+}
+
+criterion_group!(benches, t1, formats);
 criterion_main!(benches);

@@ -21,7 +21,7 @@ impl ByteOrder {
     /// Reads a `u16` from the first 2 bytes of `b` (which must have them).
     #[inline]
     pub fn u16(self, b: &[u8]) -> u16 {
-        let a = [b[0], b[1]];
+        let a: [u8; 2] = b[..2].try_into().unwrap_or([0; 2]);
         match self {
             ByteOrder::Little => u16::from_le_bytes(a),
             ByteOrder::Big => u16::from_be_bytes(a),
@@ -31,7 +31,7 @@ impl ByteOrder {
     /// Reads a `u32` from the first 4 bytes of `b` (which must have them).
     #[inline]
     pub fn u32(self, b: &[u8]) -> u32 {
-        let a = [b[0], b[1], b[2], b[3]];
+        let a: [u8; 4] = b[..4].try_into().unwrap_or([0; 4]);
         match self {
             ByteOrder::Little => u32::from_le_bytes(a),
             ByteOrder::Big => u32::from_be_bytes(a),
@@ -41,7 +41,7 @@ impl ByteOrder {
     /// Reads a `u64` from the first 8 bytes of `b` (which must have them).
     #[inline]
     pub fn u64(self, b: &[u8]) -> u64 {
-        let a = [b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]];
+        let a: [u8; 8] = b[..8].try_into().unwrap_or([0; 8]);
         match self {
             ByteOrder::Little => u64::from_le_bytes(a),
             ByteOrder::Big => u64::from_be_bytes(a),

@@ -149,7 +149,7 @@ impl Timestamp {
 
     /// From whole seconds and a count of `res` units, with carry of whole seconds from
     /// `units`. Seconds wrap modulo 2^32 as in every 32-bit-seconds format.
-    #[inline]
+    #[inline(always)]
     pub fn from_units(secs: u32, units: u64, res: TsResolution) -> Timestamp {
         let per_sec = res.units_per_second();
         let (carry, units) = if units >= per_sec {

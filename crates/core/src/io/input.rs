@@ -147,7 +147,7 @@ impl Input {
     }
 
     /// The bytes available at the current position without further I/O.
-    #[inline]
+    #[inline(always)]
     pub fn available(&self) -> &[u8] {
         match &self.backing {
             Backing::Mapped(map) => &map.verified()[self.pos..self.end],
@@ -157,7 +157,7 @@ impl Input {
 
     /// The window from index `start` (as returned by [`Input::window_pos`]) for `len`
     /// bytes. Used to hand out a record after consuming it.
-    #[inline]
+    #[inline(always)]
     pub fn window(&self, start: usize, len: usize) -> &[u8] {
         match &self.backing {
             Backing::Mapped(map) => &map.verified()[start..start + len],

@@ -207,19 +207,13 @@ impl ErfReader {
                     (0, rlen, LinkType::ERF, framing + wlen)
                 }
             };
-            if flags & 0x08 != 0 {
-                self.notes.truncated += 1;
+            if flags & 0x38 != 0 {
+                self.note_flags(flags);
             }
-            if flags & 0x10 != 0 {
-                self.notes.rx_errors += 1;
-            }
-            if flags & 0x20 != 0 {
-                self.notes.ds_errors += 1;
-            }
-            let loss = if record::is_colour_type(t) {
-                0
-            } else {
+            let loss = if lctr != 0 && !record::is_colour_type(t) {
                 u32::from(lctr)
+            } else {
+                0
             };
             self.lost += u64::from(loss);
             let interface = u32::from(flags & 0x03);
@@ -244,6 +238,21 @@ impl ErfReader {
                 self.input.window(start + data_at, caplen),
                 meta,
             )));
+        }
+    }
+}
+
+impl ErfReader {
+    #[cold]
+    fn note_flags(&mut self, flags: u8) {
+        if flags & 0x08 != 0 {
+            self.notes.truncated += 1;
+        }
+        if flags & 0x10 != 0 {
+            self.notes.rx_errors += 1;
+        }
+        if flags & 0x20 != 0 {
+            self.notes.ds_errors += 1;
         }
     }
 }

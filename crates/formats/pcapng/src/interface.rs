@@ -119,8 +119,67 @@ impl Interface {
 
     /// The time stamp of raw units, with `if_tsoffset` applied (seconds wrap modulo 2^32,
     /// the range of every 32-bit-seconds format).
-    #[inline]
+    #[inline(always)]
     pub fn timestamp(&self, units: u64) -> Timestamp {
+        self.clocked().timestamp(units)
+    }
+
+    /// The small, copyable part the packet path needs.
+    #[inline(always)]
+    pub(crate) fn clocked(&self) -> Clocked {
+        Clocked {
+            clock: self.clock,
+            ts_offset: self.ts_offset,
+            link_type: self.link_type,
+        }
+    }
+
+    /// What tracekit's other formats know of an interface.
+    pub fn info(&self) -> InterfaceInfo {
+        InterfaceInfo {
+            name: self.name.clone(),
+            description: self.description.clone(),
+            link_type: self.link_type,
+            snaplen: self.snaplen,
+            ts_resolution: self.ts_resolution,
+            fcs_len: self.fcs_len,
+        }
+    }
+}
+
+/// The part of an interface the packet path needs: link type and time conversion.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Clocked {
+    clock: Clock,
+    ts_offset: i64,
+    pub(crate) link_type: LinkType,
+}
+
+impl Clocked {
+    /// See [`Interface::timestamp`].
+    #[inline(always)]
+    pub(crate) fn timestamp(&self, units: u64) -> Timestamp {
+        // The two common resolutions inline, with constant divisors; the rest out of line.
+        match self.clock {
+            Clock::Nano => self.offset(
+                units / 1_000_000_000,
+                units % 1_000_000_000,
+                TsResolution::NANO,
+            ),
+            Clock::Micro => self.offset(units / 1_000_000, units % 1_000_000, TsResolution::MICRO),
+            _ => self.timestamp_other(units),
+        }
+    }
+
+    #[inline(always)]
+    fn offset(&self, secs: u64, frac: u64, res: TsResolution) -> Timestamp {
+        let secs = (secs as i64).wrapping_add(self.ts_offset) as u32;
+        Timestamp::from_units(secs, frac, res)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn timestamp_other(&self, units: u64) -> Timestamp {
         let (secs, frac, res) = match self.clock {
             Clock::Micro => (units / 1_000_000, units % 1_000_000, TsResolution::MICRO),
             Clock::Nano => (
@@ -148,20 +207,7 @@ impl Interface {
                 TsResolution::ERF,
             ),
         };
-        let secs = (secs as i64).wrapping_add(self.ts_offset) as u32;
-        Timestamp::from_units(secs, frac, res)
-    }
-
-    /// What tracekit's other formats know of an interface.
-    pub fn info(&self) -> InterfaceInfo {
-        InterfaceInfo {
-            name: self.name.clone(),
-            description: self.description.clone(),
-            link_type: self.link_type,
-            snaplen: self.snaplen,
-            ts_resolution: self.ts_resolution,
-            fcs_len: self.fcs_len,
-        }
+        self.offset(secs, frac, res)
     }
 }
 

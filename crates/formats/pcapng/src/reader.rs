@@ -10,7 +10,7 @@ use tracekit_core::{
 };
 
 use crate::block::{self, opt, padded};
-use crate::interface::{Interface, InterfaceStats, Section};
+use crate::interface::{Clocked, Interface, InterfaceStats, Section};
 
 /// How a [`PcapngReader`] reads.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -69,6 +69,13 @@ pub struct PcapngReader {
     done: bool,
     /// The first SHB was parsed when opening and is still to be handed out as metadata.
     first_section_pending: bool,
+    /// Fast path: the local and global id of the interface of the last EPB, for the
+    /// current section (`u32::MAX` when none).
+    last_local: u32,
+    last_global: u32,
+    /// Fast path: a copy of that interface (its clock and link type), so that the common
+    /// case does not go through the interface list.
+    last_interface: Option<Clocked>,
 }
 
 /// Minimum sizes of the fixed parts of blocks (header and trailer included).
@@ -119,6 +126,9 @@ impl PcapngReader {
             notes: PcapngNotes::default(),
             done: false,
             first_section_pending: false,
+            last_local: u32::MAX,
+            last_global: 0,
+            last_interface: None,
         };
         // Parse the first section header now, so that its facts are known before the
         // first packet; it is handed out as metadata when that is asked for.
@@ -164,10 +174,100 @@ impl PcapngReader {
     /// The next packet (or metadata record, when asked for), borrowed until the next call.
     #[inline]
     pub fn next_packet(&mut self) -> Result<Option<Packet<'_>>, Error> {
+        if let Some((start, caplen, meta, options)) = self.fast_enhanced_packet()? {
+            let options = (options.1 > 0)
+                .then(|| PacketOptions::new(self.input.window(options.0, options.1), self.order));
+            return Ok(Some(
+                Packet::new(self.input.window(start, caplen), meta).with_options(options),
+            ));
+        }
         match self.next_block(self.options.deliver_meta)? {
             Some(found) => Ok(Some(self.lend(found))),
             None => Ok(None),
         }
+    }
+
+    /// The common case, taken without the general block loop: an Enhanced Packet Block on
+    /// the interface of the previous one. Anything else (or anything odd) returns `None`
+    /// without consuming, and the general loop handles the block.
+    #[inline]
+    #[allow(clippy::type_complexity)]
+    fn fast_enhanced_packet(
+        &mut self,
+    ) -> Result<Option<(usize, usize, Meta, (usize, usize))>, Error> {
+        if self.done || self.first_section_pending || self.input.fill(EPB_MIN)? < EPB_MIN {
+            return Ok(None);
+        }
+        // One byte-order decision per block, not one per field.
+        match self.order {
+            ByteOrder::Little => self.fast_enhanced_packet_in::<false>(),
+            ByteOrder::Big => self.fast_enhanced_packet_in::<true>(),
+        }
+    }
+
+    #[inline(always)]
+    #[allow(clippy::type_complexity)]
+    fn fast_enhanced_packet_in<const BIG: bool>(
+        &mut self,
+    ) -> Result<Option<(usize, usize, Meta, (usize, usize))>, Error> {
+        #[inline(always)]
+        fn rd<const BIG: bool>(b: &[u8], at: usize) -> u32 {
+            let a: [u8; 4] = b[at..at + 4].try_into().unwrap_or([0; 4]);
+            if BIG {
+                u32::from_be_bytes(a)
+            } else {
+                u32::from_le_bytes(a)
+            }
+        }
+        // The fixed part as an array: constant offsets, no bounds checks.
+        let Ok(h): Result<[u8; 28], _> = self.input.available()[..28].try_into() else {
+            return Ok(None);
+        };
+        let h = &h[..];
+        if rd::<BIG>(h, 0) != block::EPB {
+            return Ok(None);
+        }
+        let len = rd::<BIG>(h, 4) as usize;
+        let caplen = rd::<BIG>(h, 20) as usize;
+        if len < EPB_MIN + padded(caplen)
+            || !len.is_multiple_of(4)
+            || len > block::MAX_BLOCK_LEN as usize
+            || rd::<BIG>(h, 8) != self.last_local
+        {
+            return Ok(None);
+        }
+        let units = (u64::from(rd::<BIG>(h, 12)) << 32) | u64::from(rd::<BIG>(h, 16));
+        let wire_len = rd::<BIG>(h, 24);
+        if self.input.fill(len)? < len {
+            return Ok(None);
+        }
+        let b = &self.input.available()[..len];
+        if rd::<BIG>(b, len - 4) as usize != len {
+            return Ok(None);
+        }
+        let opt_at = 28 + padded(caplen);
+        let opt_len = len - 4 - opt_at;
+        let (flags, drops) = if opt_len > 0 {
+            packet_flags(&b[opt_at..opt_at + opt_len], self.order)
+        } else {
+            (0, 0)
+        };
+        let Some(info) = &self.last_interface else {
+            return Ok(None);
+        };
+        let meta = Meta {
+            ts: info.timestamp(units),
+            wire_len,
+            link: info.link_type,
+            interface: self.last_global,
+            direction: direction(flags),
+            loss: drops.min(u64::from(u32::MAX)) as u32,
+            kind: PacketKind::Data,
+        };
+        let start = self.input.window_pos();
+        self.input.consume(len);
+        self.packets += 1;
+        Ok(Some((start + 28, caplen, meta, (start + opt_at, opt_len))))
     }
 
     fn lend(&self, found: Found) -> Packet<'_> {
@@ -394,6 +494,11 @@ impl PcapngReader {
             (0, 0)
         };
         let iface = self.global_interface(local, "Enhanced Packet Block")?;
+        if self.last_local != local || self.last_global != iface {
+            self.last_local = local;
+            self.last_global = iface;
+            self.last_interface = Some(self.interfaces[iface as usize].clocked());
+        }
         let info = &self.interfaces[iface as usize];
         let meta = Meta {
             ts: info.timestamp(units),
@@ -488,6 +593,7 @@ impl PcapngReader {
 
     fn add_section(&mut self, b: &[u8], order: ByteOrder) {
         self.order = order;
+        self.last_local = u32::MAX;
         let length = order.u64(&b[16..24]);
         let mut section = Section {
             byte_order: order,
@@ -584,7 +690,9 @@ struct Found {
     meta: Meta,
 }
 
-/// `epb_flags` and `epb_dropcount` from a packet block's options.
+/// `epb_flags` and `epb_dropcount` from a packet block's options (out of line: most
+/// packet blocks have no options, and the fast path stays small).
+#[inline(never)]
 fn packet_flags(options: &[u8], order: ByteOrder) -> (u32, u64) {
     let (mut flags, mut drops) = (0, 0);
     for (code, value) in PacketOptions::new(options, order).iter() {
