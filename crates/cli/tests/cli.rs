@@ -408,3 +408,119 @@ fn readme_quick_start_runs_as_written() {
     assert!(text.contains("Packets:         400"), "{text}");
     assert!(text.contains("Link types:      ETHERNET (1)"), "{text}");
 }
+
+/// tshark's (epoch ns, frame.len, frame.cap_len) for every frame of a file.
+fn tshark_frames(path: &Path) -> Vec<(u64, u32, u32)> {
+    let out = Command::new("tshark")
+        .args(["-n", "-r"])
+        .arg(path)
+        .args([
+            "-T",
+            "fields",
+            "-e",
+            "frame.time_epoch",
+            "-e",
+            "frame.len",
+            "-e",
+            "frame.cap_len",
+        ])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| {
+            let c: Vec<&str> = l.split('\t').collect();
+            (epoch_ns(c[0]), c[1].parse().unwrap(), c[2].parse().unwrap())
+        })
+        .collect()
+}
+
+#[test]
+fn tshark_reads_what_convert_writes_in_every_format() {
+    if !have("tshark") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    for (input, outputs) in [
+        ("libtrace__100_packetsns.pcap", ["out.pcapng", "out.erf"]),
+        (
+            "zeek__pcapng-multi-interface.pcapng",
+            ["out.pcap", "out.erf"],
+        ),
+        ("erfconv__zeek__q-in-q_ext.erf", ["out.pcap", "out.pcapng"]),
+    ] {
+        let original = tshark_frames(&corpus(input));
+        assert!(!original.is_empty());
+        for out_name in outputs {
+            let out = dir.path().join(out_name);
+            let o = tracekit()
+                .arg("convert")
+                .arg(corpus(input))
+                .arg(&out)
+                .output()
+                .unwrap();
+            assert!(
+                o.status.success(),
+                "{input} -> {out_name}: {}",
+                String::from_utf8_lossy(&o.stderr)
+            );
+            let got = tshark_frames(&out);
+            assert_eq!(got.len(), original.len(), "{input} -> {out_name}");
+            for (i, (a, b)) in original.iter().zip(&got).enumerate() {
+                assert_eq!(a.0, b.0, "{input} -> {out_name} frame {}: time", i + 1);
+                assert_eq!(a.1, b.1, "{input} -> {out_name} frame {}: length", i + 1);
+                // ERF pads truncated packets to 8 bytes (reported by convert)
+                assert!(
+                    b.2 >= a.2 && b.2 - a.2 < 8,
+                    "{input} -> {out_name} frame {}: captured",
+                    i + 1
+                );
+                if !out_name.ends_with(".erf") {
+                    assert_eq!(a.2, b.2, "{input} -> {out_name} frame {}: captured", i + 1);
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn info_for_every_format() {
+    for (name, format, packets) in [
+        ("zeek__pcapng-multi-interface.pcapng", "pcapng", 6),
+        ("libtrace__100_packets.erf", "erf", 100),
+        ("ndpi__dtls.pcap", "pcapng", 24),
+    ] {
+        let v = info_json(&corpus(name));
+        assert_eq!(v["format"], format, "{name}");
+        assert_eq!(v["packets"], packets, "{name}");
+    }
+}
+
+#[test]
+fn convert_reports_what_the_target_cannot_carry() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("rtp.pcap");
+    let o = tracekit()
+        .arg("convert")
+        .arg(corpus("ndpi__rtp.pcapng"))
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+    let err = String::from_utf8(o.stderr).unwrap();
+    assert_eq!(err.lines().count(), 1, "one summary line: {err}");
+    assert!(
+        err.contains("could not carry") && err.contains("comments of 2 packet(s)"),
+        "{err}"
+    );
+    // --format forces the output format whatever the name
+    let forced = dir.path().join("really-pcapng.pcap");
+    let o = tracekit()
+        .args(["convert", "--format", "pcapng"])
+        .arg(corpus("ndpi__rtp.pcapng"))
+        .arg(&forced)
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+    assert_eq!(info_json(&forced)["format"], "pcapng");
+}
