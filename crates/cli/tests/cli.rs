@@ -1,32 +1,14 @@
 //! The `tracekit` binary end to end: `info` against capinfos, `convert` against editcap,
 //! pipes in and out, damaged input, a closed stdout.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 
 use tracekit::{CreateOptions, LinkType, Meta, Packet, Timestamp, TsResolution};
-
-fn corpus(name: &str) -> PathBuf {
-    std::env::var("TRACEKIT_CORPUS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|_| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/corpus"))
-        .join(name)
-}
+use tracekit_testdata::{corpus, epoch_ns, have};
 
 fn tracekit() -> Command {
     Command::new(env!("CARGO_BIN_EXE_tracekit"))
-}
-
-fn have(tool: &str) -> bool {
-    let present = Command::new(tool).arg("--version").output().is_ok();
-    if !present {
-        assert!(
-            std::env::var("TRACEKIT_REQUIRE_ORACLES").as_deref() != Ok("1"),
-            "{tool} is required (TRACEKIT_REQUIRE_ORACLES=1) but missing"
-        );
-        eprintln!("{tool} not installed: skipping this comparison");
-    }
-    present
 }
 
 fn info_json(path: &Path) -> serde_json::Value {
@@ -42,13 +24,6 @@ fn info_json(path: &Path) -> serde_json::Value {
         String::from_utf8_lossy(&out.stderr)
     );
     serde_json::from_slice(&out.stdout).unwrap()
-}
-
-/// capinfos' seconds.fraction as integer nanoseconds.
-fn epoch_ns(s: &str) -> u64 {
-    let (secs, frac) = s.split_once('.').unwrap_or((s, ""));
-    let frac = format!("{frac:0<9}");
-    secs.parse::<u64>().unwrap() * 1_000_000_000 + frac[..9].parse::<u64>().unwrap()
 }
 
 #[test]
@@ -411,26 +386,14 @@ fn readme_quick_start_runs_as_written() {
 
 /// tshark's (epoch ns, frame.len, frame.cap_len) for every frame of a file.
 fn tshark_frames(path: &Path) -> Vec<(u64, u32, u32)> {
-    let out = Command::new("tshark")
-        .args(["-n", "-r"])
-        .arg(path)
-        .args([
-            "-T",
-            "fields",
-            "-e",
-            "frame.time_epoch",
-            "-e",
-            "frame.len",
-            "-e",
-            "frame.cap_len",
-        ])
-        .output()
-        .unwrap();
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .map(|l| {
-            let c: Vec<&str> = l.split('\t').collect();
-            (epoch_ns(c[0]), c[1].parse().unwrap(), c[2].parse().unwrap())
+    tracekit_testdata::tshark_fields(path, &["frame.time_epoch", "frame.len", "frame.cap_len"])
+        .iter()
+        .map(|c| {
+            (
+                epoch_ns(&c[0]),
+                c[1].parse().unwrap(),
+                c[2].parse().unwrap(),
+            )
         })
         .collect()
 }

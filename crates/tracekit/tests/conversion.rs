@@ -5,18 +5,13 @@
 //! stamps, interface and direction; what a target cannot carry is an error (a link type
 //! it has no place for) or a line in the loss report, never silently different data.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use tracekit::{
     CaptureSource, CreateOptions, Direction, ErrorKind, Format, LinkType, OwnedPacket, PacketKind,
     SinkReport, TsResolution,
 };
-
-fn corpus_dir() -> PathBuf {
-    std::env::var("TRACEKIT_CORPUS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|_| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/corpus"))
-}
+use tracekit_testdata::{corpus_dir, corpus_uri};
 
 fn read_all(uri: &str) -> Result<Vec<OwnedPacket>, tracekit::Error> {
     let mut s = tracekit::open(uri)?;
@@ -228,7 +223,7 @@ fn two_step_matrix() {
     ];
     let formats = [Format::Pcap, Format::Pcapng, Format::Erf];
     for (k, name) in sources.iter().enumerate() {
-        let uri = corpus_dir().join(name).to_str().unwrap().to_string();
+        let uri = corpus_uri(name);
         let original = read_all(&uri).unwrap();
         for a in formats {
             for b in formats {
@@ -293,11 +288,7 @@ fn nanoseconds_survive_pcap_erf_pcapng_pcap() {
 fn what_cannot_be_carried_is_reported() {
     let dir = tempfile::tempdir().unwrap();
     // pcapng with comments and two interfaces -> pcap
-    let uri = corpus_dir()
-        .join("ndpi__rtp.pcapng")
-        .to_str()
-        .unwrap()
-        .to_string();
+    let uri = corpus_uri("ndpi__rtp.pcapng");
     let (_, report) = convert(&uri, Format::Pcap, dir.path(), "rtp").unwrap();
     let lost: Vec<&str> = report.lost.iter().map(|(w, _)| *w).collect();
     assert!(
@@ -305,17 +296,9 @@ fn what_cannot_be_carried_is_reported() {
         "{lost:?}"
     );
     // two link types -> pcap: refused, with the reason
-    let uri = corpus_dir()
-        .join("pcapnggen__test006_le.pcapng")
-        .to_str()
-        .unwrap()
-        .to_string();
+    let uri = corpus_uri("pcapnggen__test006_le.pcapng");
     assert!(convert(&uri, Format::Pcap, dir.path(), "t6").is_none());
     // SLL2 -> ERF: no record type
-    let uri = corpus_dir()
-        .join("zeek__linux_dlt_sll2.pcap")
-        .to_str()
-        .unwrap()
-        .to_string();
+    let uri = corpus_uri("zeek__linux_dlt_sll2.pcap");
     assert!(convert(&uri, Format::Erf, dir.path(), "sll2").is_none());
 }

@@ -1,16 +1,8 @@
 //! `open` detects formats by content, `create` picks them by name, and a copy through
 //! the facade is byte-identical for a same-resolution pcap.
 
-use std::path::{Path, PathBuf};
-
 use tracekit::{CaptureSource, CreateOptions, Format, ReadMode, TsResolution};
-
-fn corpus(name: &str) -> String {
-    let dir = std::env::var("TRACEKIT_CORPUS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|_| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/corpus"));
-    dir.join(name).to_str().unwrap().to_string()
-}
+use tracekit_testdata::corpus_uri as corpus;
 
 fn count(uri: &str) -> u64 {
     let mut s = tracekit::open(uri).unwrap();

@@ -8,3 +8,13 @@ pub mod mmap;
 
 pub use compression::Compression;
 pub use input::{BLOCK_SIZE, Input, ReadMode};
+
+/// Flushes a buffered writer and returns the writer inside; a failure to flush is the
+/// error (the output is then incomplete). Every file writer ends this way.
+pub fn finish_buffered<W: std::io::Write>(
+    mut out: std::io::BufWriter<W>,
+) -> Result<W, crate::Error> {
+    std::io::Write::flush(&mut out)?;
+    out.into_inner()
+        .map_err(|e| crate::Error::from(e.into_error()))
+}

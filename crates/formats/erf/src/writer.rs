@@ -202,13 +202,9 @@ impl<W: Write> ErfWriter<W> {
     }
 
     /// Flushes and returns the inner writer with the report.
-    pub fn finish_into_inner(mut self) -> Result<(W, SinkReport), Error> {
-        self.out.flush()?;
+    pub fn finish_into_inner(self) -> Result<(W, SinkReport), Error> {
         let report = self.report();
-        let inner = self
-            .out
-            .into_inner()
-            .map_err(|e| Error::from(e.into_error()))?;
+        let inner = tracekit_core::io::finish_buffered(self.out)?;
         Ok((inner, report))
     }
 

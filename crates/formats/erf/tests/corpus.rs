@@ -2,7 +2,6 @@
 //! damaged file; and content detection over every corpus file, compressed ones
 //! decompressed first with the system tools: every ERF file is recognised, nothing else.
 
-use std::collections::HashMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -10,34 +9,7 @@ use std::process::Command;
 use tracekit_core::io::{Input, ReadMode};
 use tracekit_core::{Error, LinkType, PacketKind};
 use tracekit_erf::{ErfReader, ErfReaderOptions, looks_like_erf};
-
-fn corpus_dir() -> PathBuf {
-    std::env::var("TRACEKIT_CORPUS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|_| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../../shared/corpus"))
-}
-
-fn require_oracles() -> bool {
-    std::env::var("TRACEKIT_REQUIRE_ORACLES").as_deref() == Ok("1")
-}
-
-/// (file name -> (container column, packet count)) from the manifest.
-fn manifest() -> HashMap<String, (String, Option<u64>)> {
-    let text = fs::read_to_string(corpus_dir().join("MANIFEST.md")).unwrap();
-    let mut out = HashMap::new();
-    for line in text.lines() {
-        let cols: Vec<&str> = line.split('|').map(str::trim).collect();
-        if cols.len() < 6 || !cols[1].contains("__") {
-            continue;
-        }
-        let digits: String = cols[4].chars().take_while(char::is_ascii_digit).collect();
-        out.insert(
-            cols[1].to_string(),
-            (cols[2].to_string(), digits.parse().ok()),
-        );
-    }
-    out
-}
+use tracekit_testdata::{Entry, corpus, epoch_ns, have, manifest};
 
 /// The decompressed bytes of a corpus file (gzip/bzip2/xz by magic, via the system
 /// tools), or the bytes themselves. `None` when the tool failed (a damaged stream).
@@ -53,11 +25,11 @@ fn contents(path: &Path) -> Option<Vec<u8>> {
     out.status.success().then_some(out.stdout)
 }
 
-fn erf_files(manifest: &HashMap<String, (String, Option<u64>)>) -> Vec<PathBuf> {
+fn erf_files(manifest: &[Entry]) -> Vec<PathBuf> {
     let mut files: Vec<PathBuf> = manifest
         .iter()
-        .filter(|(_, (container, _))| container == "ERF")
-        .map(|(name, _)| corpus_dir().join(name))
+        .filter(|e| e.container == "ERF")
+        .map(|e| corpus(&e.file))
         .collect();
     files.sort();
     files
@@ -129,16 +101,15 @@ fn every_erf_file_matches_manifest_and_tshark() {
     let manifest = manifest();
     let files = erf_files(&manifest);
     assert!(files.len() >= 7, "{files:?}");
-    let tshark = Command::new("tshark").arg("--version").output().is_ok();
-    assert!(tshark || !require_oracles(), "tshark missing");
+    let tshark = have("tshark");
     for path in &files {
         let name = path.file_name().unwrap().to_str().unwrap();
         let (recs, err) = read_both_ways(path);
-        assert_eq!(
-            Some(recs.len() as u64),
-            manifest[name].1,
-            "{name}: count ({err:?})"
-        );
+        let want = manifest
+            .iter()
+            .find(|e| e.file == name)
+            .and_then(|e| e.packets);
+        assert_eq!(Some(recs.len() as u64), want, "{name}: count ({err:?})");
         assert_eq!(
             err.is_some(),
             name.starts_with("corrupt__"),
@@ -148,32 +119,19 @@ fn every_erf_file_matches_manifest_and_tshark() {
         if !tshark || name.starts_with("corrupt__") {
             continue;
         }
-        let out = Command::new("tshark")
-            .args(["-n", "-r"])
-            .arg(path)
-            .args([
-                "-T",
-                "fields",
-                "-e",
-                "frame.time_epoch",
-                "-e",
-                "frame.len",
-                "-e",
-                "frame.cap_len",
-            ])
-            .output()
-            .unwrap();
-        let text = String::from_utf8_lossy(&out.stdout);
-        let frames: Vec<(u64, u32, u32)> = text
-            .lines()
-            .map(|l| {
-                let c: Vec<&str> = l.split('\t').collect();
-                let (s, f) = c[0].split_once('.').unwrap();
-                let nanos = s.parse::<u64>().unwrap() * 1_000_000_000
-                    + format!("{f:0<9}")[..9].parse::<u64>().unwrap();
-                (nanos, c[1].parse().unwrap(), c[2].parse().unwrap())
-            })
-            .collect();
+        let frames: Vec<(u64, u32, u32)> = tracekit_testdata::tshark_fields(
+            path,
+            &["frame.time_epoch", "frame.len", "frame.cap_len"],
+        )
+        .iter()
+        .map(|c| {
+            (
+                epoch_ns(&c[0]),
+                c[1].parse().unwrap(),
+                c[2].parse().unwrap(),
+            )
+        })
+        .collect();
         assert_eq!(frames.len(), recs.len(), "{name}: tshark count");
         for (i, (r, f)) in recs.iter().zip(&frames).enumerate() {
             assert_eq!(r.nanos, f.0, "{name} record {}: time stamp", i + 1);
@@ -196,25 +154,25 @@ fn every_erf_file_matches_manifest_and_tshark() {
 
 #[test]
 fn record_kinds() {
-    let (recs, _) = read_both_ways(&corpus_dir().join("libtrace__provenance.erf"));
+    let (recs, _) = read_both_ways(&corpus("libtrace__provenance.erf"));
     assert!(
         recs.iter()
             .all(|r| r.kind == PacketKind::Meta && r.link == LinkType::ERF && r.framing == 24)
     );
     let skip = ErfReaderOptions { skip_meta: true };
-    let path = corpus_dir().join("libtrace__provenance.erf");
+    let path = corpus("libtrace__provenance.erf");
     let (none, _) = read_all(ErfReader::from_input(
         Input::open(&path, ReadMode::Read).unwrap(),
         skip,
     ));
     assert!(none.is_empty());
-    let (recs, _) = read_both_ways(&corpus_dir().join("libtrace__large_legacy.gz"));
+    let (recs, _) = read_both_ways(&corpus("libtrace__large_legacy.gz"));
     assert!(
         recs.iter()
             .all(|r| r.link == LinkType::ERF && r.kind == PacketKind::Data),
         "ATM cells are whole records"
     );
-    let (recs, _) = read_both_ways(&corpus_dir().join("erfconv__zeek__q-in-q_ext.erf"));
+    let (recs, _) = read_both_ways(&corpus("erfconv__zeek__q-in-q_ext.erf"));
     assert!(
         recs.iter().all(|r| r.link == LinkType::ETHERNET),
         "extension headers are skipped"
@@ -223,7 +181,7 @@ fn record_kinds() {
 
 #[test]
 fn short_rlen_delivers_three_then_names_it() {
-    let (recs, err) = read_both_ways(&corpus_dir().join("corrupt__100_packets_rlen_short.erf"));
+    let (recs, err) = read_both_ways(&corpus("corrupt__100_packets_rlen_short.erf"));
     assert_eq!(recs.len(), 3);
     let err = err.unwrap();
     assert_eq!((err.offset(), err.packet()), (Some(204), Some(4)));
@@ -234,8 +192,13 @@ fn short_rlen_delivers_three_then_names_it() {
 fn detection_finds_every_erf_file_and_nothing_else() {
     let manifest = manifest();
     let mut checked = 0;
-    for (name, (container, _)) in &manifest {
-        let path = corpus_dir().join(name);
+    for Entry {
+        file: name,
+        container,
+        ..
+    } in &manifest
+    {
+        let path = corpus(name);
         let Some(bytes) = contents(&path) else {
             continue;
         };

@@ -91,8 +91,7 @@ proptest! {
 #[test]
 fn whole_records_come_back() {
     // A provenance record as the reader hands it out, written back.
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../../shared/corpus/libtrace__provenance.erf");
+    let path = tracekit_testdata::corpus("libtrace__provenance.erf");
     let original = std::fs::read(&path).unwrap();
     let mut r = ErfReader::open(&path).unwrap();
     let mut w = ErfWriter::new(Vec::new(), ErfWriterOptions::default());

@@ -227,12 +227,8 @@ impl<W: Write> PcapWriter<W> {
         if self.link_type.is_none() {
             self.write_header(self.options.link_type.unwrap_or(LinkType::ETHERNET))?;
         }
-        self.out.flush()?;
         let report = self.report();
-        let inner = self
-            .out
-            .into_inner()
-            .map_err(|e| Error::from(e.into_error()))?;
+        let inner = tracekit_core::io::finish_buffered(self.out)?;
         Ok((inner, report))
     }
 

@@ -7,44 +7,14 @@
 //! skipped with a message, unless `TRACEKIT_REQUIRE_ORACLES=1` (set by `.ci/run`), which
 //! turns a missing oracle into a failure.
 
-use std::collections::HashMap;
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use pcap_file::pcap::PcapReader as OracleReader;
 use tracekit_core::io::{Input, ReadMode};
 use tracekit_core::{ErrorKind, TsResolution};
 use tracekit_pcap::{FileHeader, PcapReader};
-
-fn corpus_dir() -> PathBuf {
-    if let Ok(dir) = std::env::var("TRACEKIT_CORPUS") {
-        return PathBuf::from(dir);
-    }
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../../shared/corpus")
-}
-
-fn require_oracles() -> bool {
-    std::env::var("TRACEKIT_REQUIRE_ORACLES").is_ok_and(|v| v == "1")
-}
-
-/// file name -> packet count from the manifest table (the leading number of the
-/// "packets (capinfos)" column).
-fn manifest_counts() -> HashMap<String, u64> {
-    let text = fs::read_to_string(corpus_dir().join("MANIFEST.md")).expect("corpus MANIFEST.md");
-    let mut out = HashMap::new();
-    for line in text.lines() {
-        let cols: Vec<&str> = line.split('|').map(str::trim).collect();
-        if cols.len() < 6 || !cols[1].contains("__") {
-            continue;
-        }
-        let digits: String = cols[4].chars().take_while(char::is_ascii_digit).collect();
-        if let Ok(n) = digits.parse() {
-            out.insert(cols[1].to_string(), n);
-        }
-    }
-    out
-}
+use tracekit_testdata::{corpus, corpus_dir, epoch_ns, have, manifest_count};
 
 fn pcap_files() -> Vec<PathBuf> {
     let mut files: Vec<PathBuf> = fs::read_dir(corpus_dir())
@@ -121,21 +91,18 @@ fn read_three_ways(path: &Path) -> (Vec<Rec>, Option<String>) {
 }
 
 /// Files whose expected count differs from the manifest's capinfos number, and why.
-fn expected_count(name: &str, manifest: &HashMap<String, u64>) -> u64 {
+fn expected_count(name: &str) -> u64 {
     match name {
         // Record 1 claims 524501 captured bytes (> libpcap's 262144 bound) and only 199
         // are present: libpcap and capinfos hand out one garbage packet; tracekit reports
         // the damaged record instead of inventing a packet.
         "ndpi__fuzz-2021-10-13.pcap" => 0,
-        _ => *manifest
-            .get(name)
-            .unwrap_or_else(|| panic!("{name} missing from MANIFEST.md")),
+        _ => manifest_count(name).unwrap_or_else(|| panic!("{name} missing from MANIFEST.md")),
     }
 }
 
 #[test]
 fn every_corpus_pcap_matches_manifest_and_independent_reader() {
-    let manifest = manifest_counts();
     let files = pcap_files();
     assert!(
         files.len() >= 60,
@@ -147,7 +114,7 @@ fn every_corpus_pcap_matches_manifest_and_independent_reader() {
         let (recs, err) = read_three_ways(path);
         assert_eq!(
             recs.len() as u64,
-            expected_count(name, &manifest),
+            expected_count(name),
             "{name}: packet count (error: {err:?})"
         );
         let damaged = name.starts_with("corrupt__") || name.starts_with("ndpi__fuzz");
@@ -193,46 +160,23 @@ fn every_corpus_pcap_matches_manifest_and_independent_reader() {
     }
 }
 
-/// `tshark -T fields` output per packet: (epoch nanoseconds, frame.len, frame.cap_len).
-fn tshark_frames(path: &Path) -> Option<Vec<(u64, u32, u32)>> {
-    let out = Command::new("tshark")
-        .args(["-n", "-r"])
-        .arg(path)
-        .args([
-            "-T",
-            "fields",
-            "-e",
-            "frame.time_epoch",
-            "-e",
-            "frame.len",
-            "-e",
-            "frame.cap_len",
-        ])
-        .output()
-        .ok()?;
-    let text = String::from_utf8(out.stdout).ok()?;
-    let mut frames = Vec::new();
-    for line in text.lines() {
-        let mut cols = line.split('\t');
-        let epoch = cols.next()?;
-        let (secs, frac) = epoch.split_once('.').unwrap_or((epoch, "0"));
-        let frac = format!("{frac:0<9}");
-        let nanos = secs.parse::<u64>().ok()? * 1_000_000_000 + frac[..9].parse::<u64>().ok()?;
-        let len = cols.next()?.parse().ok()?;
-        let cap = cols.next()?.parse().ok()?;
-        frames.push((nanos, len, cap));
-    }
-    Some(frames)
+/// tshark's (epoch ns, frame.len, frame.cap_len) per packet.
+fn tshark_frames(path: &Path) -> Vec<(u64, u32, u32)> {
+    tracekit_testdata::tshark_fields(path, &["frame.time_epoch", "frame.len", "frame.cap_len"])
+        .iter()
+        .map(|c| {
+            (
+                epoch_ns(&c[0]),
+                c[1].parse().unwrap(),
+                c[2].parse().unwrap(),
+            )
+        })
+        .collect()
 }
 
 #[test]
 fn every_corpus_pcap_matches_tshark() {
-    if Command::new("tshark").arg("--version").output().is_err() {
-        assert!(
-            !require_oracles(),
-            "tshark is required (TRACEKIT_REQUIRE_ORACLES=1) but missing"
-        );
-        eprintln!("tshark not installed: skipping the tshark comparison");
+    if !have("tshark") {
         return;
     }
     for path in pcap_files() {
@@ -241,7 +185,7 @@ fn every_corpus_pcap_matches_tshark() {
             continue; // see expected_count: tshark shows a packet tracekit refuses
         }
         let (recs, _) = read_three_ways(&path);
-        let frames = tshark_frames(&path).unwrap_or_else(|| panic!("{name}: tshark output"));
+        let frames = tshark_frames(&path);
         assert_eq!(frames.len(), recs.len(), "{name}: tshark frame count");
         for (i, (r, f)) in recs.iter().zip(&frames).enumerate() {
             assert_eq!(
@@ -275,7 +219,7 @@ fn every_corpus_pcap_matches_tshark() {
 }
 
 fn open_corpus(name: &str) -> PcapReader {
-    PcapReader::open(corpus_dir().join(name)).unwrap()
+    PcapReader::open(corpus(name)).unwrap()
 }
 
 #[test]

@@ -366,12 +366,8 @@ impl<W: Write> PcapngWriter<W> {
     /// inner writer with the report.
     pub fn finish_into_inner(mut self) -> Result<(W, SinkReport), Error> {
         self.start()?;
-        self.out.flush()?;
         let report = self.report();
-        let inner = self
-            .out
-            .into_inner()
-            .map_err(|e| Error::from(e.into_error()))?;
+        let inner = tracekit_core::io::finish_buffered(self.out)?;
         Ok((inner, report))
     }
 

@@ -5,36 +5,13 @@
 //!
 //! tshark is skipped with a message when missing, unless `TRACEKIT_REQUIRE_ORACLES=1`.
 
-use std::collections::HashMap;
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use tracekit_core::io::{Input, ReadMode};
 use tracekit_core::{Error, ErrorKind, PacketKind};
 use tracekit_pcapng::{PcapngReader, PcapngReaderOptions, is_pcapng};
-
-fn corpus_dir() -> PathBuf {
-    std::env::var("TRACEKIT_CORPUS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|_| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../../shared/corpus"))
-}
-
-fn manifest_counts() -> HashMap<String, u64> {
-    let text = fs::read_to_string(corpus_dir().join("MANIFEST.md")).unwrap();
-    let mut out = HashMap::new();
-    for line in text.lines() {
-        let cols: Vec<&str> = line.split('|').map(str::trim).collect();
-        if cols.len() < 6 || !cols[1].contains("__") {
-            continue;
-        }
-        let digits: String = cols[4].chars().take_while(char::is_ascii_digit).collect();
-        if let Ok(n) = digits.parse() {
-            out.insert(cols[1].to_string(), n);
-        }
-    }
-    out
-}
+use tracekit_testdata::{corpus, corpus_dir, epoch_ns, have, manifest_count};
 
 fn pcapng_files() -> Vec<PathBuf> {
     let mut files: Vec<PathBuf> = fs::read_dir(corpus_dir())
@@ -116,13 +93,12 @@ fn read_every_way(path: &Path) -> (Vec<Rec>, Option<Error>, PcapngReader) {
 
 #[test]
 fn every_corpus_pcapng_matches_the_manifest() {
-    let manifest = manifest_counts();
     let files = pcapng_files();
     assert!(files.len() >= 40, "found only {} pcapng files", files.len());
     for path in &files {
         let name = path.file_name().unwrap().to_str().unwrap();
         let (recs, err, _) = read_every_way(path);
-        let want = manifest[name];
+        let want = manifest_count(name).unwrap();
         assert_eq!(recs.len() as u64, want, "{name}: count (error {err:?})");
         assert_eq!(
             err.is_some(),
@@ -138,67 +114,40 @@ fn every_corpus_pcapng_matches_the_manifest() {
 type Frame = (Option<u64>, u32, u32, u32, Vec<String>);
 
 fn tshark_frames(path: &Path) -> Vec<Frame> {
-    let out = Command::new("tshark")
-        .args(["-n", "-r"])
-        .arg(path)
-        .args([
-            "-T",
-            "fields",
-            "-E",
-            "separator=|",
-            "-E",
-            "aggregator=~",
-            "-e",
+    let rows = tracekit_testdata::tshark_fields(
+        path,
+        &[
             "frame.encap_type",
-            "-e",
             "frame.time_epoch",
-            "-e",
             "frame.len",
-            "-e",
             "frame.cap_len",
-            "-e",
             "frame.interface_id",
-            "-e",
             "frame.comment",
-        ])
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
-    let mut frames = Vec::new();
-    for line in text.lines() {
-        let c: Vec<&str> = line.split('|').collect();
-        if c[0].is_empty() {
-            continue;
-        }
-        let nanos = (!c[1].is_empty()).then(|| {
-            let (s, f) = c[1].split_once('.').unwrap_or((c[1], "0"));
-            let f = format!("{f:0<9}");
-            s.parse::<u64>().unwrap() * 1_000_000_000 + f[..9].parse::<u64>().unwrap()
-        });
-        let comments = if c[5].is_empty() {
-            Vec::new()
-        } else {
-            c[5].split('~').map(str::to_string).collect()
-        };
-        frames.push((
-            nanos,
-            c[2].parse().unwrap(),
-            c[3].parse().unwrap(),
-            c[4].parse().unwrap_or(0),
-            comments,
-        ));
-    }
-    frames
+        ],
+    );
+    rows.iter()
+        .filter(|c| !c[0].is_empty())
+        .map(|c| {
+            let nanos = (!c[1].is_empty()).then(|| epoch_ns(&c[1]));
+            let comments = if c[5].is_empty() {
+                Vec::new()
+            } else {
+                c[5].split('~').map(str::to_string).collect()
+            };
+            (
+                nanos,
+                c[2].parse().unwrap(),
+                c[3].parse().unwrap(),
+                c[4].parse().unwrap_or(0),
+                comments,
+            )
+        })
+        .collect()
 }
 
 #[test]
 fn every_corpus_pcapng_matches_tshark() {
-    if Command::new("tshark").arg("--version").output().is_err() {
-        assert!(
-            std::env::var("TRACEKIT_REQUIRE_ORACLES").as_deref() != Ok("1"),
-            "tshark missing"
-        );
-        eprintln!("tshark not installed: skipping");
+    if !have("tshark") {
         return;
     }
     for path in pcapng_files() {
@@ -218,7 +167,7 @@ fn every_corpus_pcapng_matches_tshark() {
 
 #[test]
 fn bad_block_length_delivers_four_then_names_offset_396() {
-    let path = corpus_dir().join("corrupt__100_packets_bad_blocklen.pcapng");
+    let path = corpus("corrupt__100_packets_bad_blocklen.pcapng");
     let (recs, err, _) = read_every_way(&path);
     assert_eq!(recs.len(), 4);
     let err = err.unwrap();
@@ -232,7 +181,7 @@ fn bad_block_length_delivers_four_then_names_offset_396() {
 
 #[test]
 fn cut_file_delivers_59_then_names_the_cut() {
-    let path = corpus_dir().join("corrupt__100_packets_truncated.pcapng");
+    let path = corpus("corrupt__100_packets_truncated.pcapng");
     let (recs, err, _) = read_every_way(&path);
     assert_eq!(recs.len(), 59);
     let err = err.unwrap();
@@ -254,7 +203,7 @@ fn cut_file_delivers_59_then_names_the_cut() {
 #[test]
 fn sections_interfaces_and_statistics_are_queryable() {
     // Three sections of alternating byte order; interface ids restart in each.
-    let (recs, err, r) = read_every_way(&corpus_dir().join("pcapnggen__test202_le.pcapng"));
+    let (recs, err, r) = read_every_way(&corpus("pcapnggen__test202_le.pcapng"));
     assert!(err.is_none());
     assert_eq!(recs.len(), 8);
     let orders: Vec<&str> = r.sections().iter().map(|s| s.byte_order.name()).collect();
@@ -268,7 +217,7 @@ fn sections_interfaces_and_statistics_are_queryable() {
     );
 
     // Two interfaces with different resolutions (ns and µs).
-    let (_, _, r) = read_every_way(&corpus_dir().join("zeek__pcapng-multi-interface.pcapng"));
+    let (_, _, r) = read_every_way(&corpus("zeek__pcapng-multi-interface.pcapng"));
     let res: Vec<String> = r
         .interfaces()
         .iter()
@@ -277,7 +226,7 @@ fn sections_interfaces_and_statistics_are_queryable() {
     assert_eq!(res, ["ns", "µs"]);
 
     // Names and descriptions.
-    let (_, _, r) = read_every_way(&corpus_dir().join("pcapnggen__test008_le.pcapng"));
+    let (_, _, r) = read_every_way(&corpus("pcapnggen__test008_le.pcapng"));
     assert!(
         r.interfaces().iter().all(|i| i.name.is_some()),
         "{:?}",
@@ -287,7 +236,7 @@ fn sections_interfaces_and_statistics_are_queryable() {
 
 #[test]
 fn metadata_blocks_on_request() {
-    let path = corpus_dir().join("pcapnggen__test102_le.pcapng");
+    let path = corpus("pcapnggen__test102_le.pcapng");
     let options = PcapngReaderOptions { deliver_meta: true };
     let mut r =
         PcapngReader::from_input(Input::open(&path, ReadMode::Read).unwrap(), options).unwrap();
