@@ -487,3 +487,21 @@ fn convert_reports_what_the_target_cannot_carry() {
     assert!(o.status.success());
     assert_eq!(info_json(&forced)["format"], "pcapng");
 }
+
+#[test]
+fn erf_extension_headers_are_named_when_converting() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("qinq.pcap");
+    let o = tracekit()
+        .arg("convert")
+        .arg(corpus("erfconv__zeek__q-in-q_ext.erf"))
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+    let err = String::from_utf8(o.stderr).unwrap();
+    assert!(
+        err.contains("5 record(s) had ERF extension headers"),
+        "{err}"
+    );
+}

@@ -281,6 +281,12 @@ impl Source {
                         n.encapsulated
                     ));
                 }
+                if n.extension_headers > 0 {
+                    out.push(format!(
+                        "{} record(s) had ERF extension headers, which are not part of the packets (not carried by a conversion)",
+                        n.extension_headers
+                    ));
+                }
                 if n.truncated + n.rx_errors + n.ds_errors > 0 {
                     out.push(format!(
                         "records flagged by the card: {} truncated, {} receive errors, {} DS errors",

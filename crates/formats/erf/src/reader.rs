@@ -32,6 +32,9 @@ pub struct ErfNotes {
     pub ds_errors: u64,
     /// Records handed out whole as `LINKTYPE_ERF` (types without a link-layer mapping).
     pub encapsulated: u64,
+    /// Link-layer records whose extension headers were skipped (they are not part of
+    /// the packet, so a conversion does not carry them).
+    pub extension_headers: u64,
 }
 
 /// Reads an ERF file or stream, lending each record's payload from the input buffer.
@@ -172,6 +175,9 @@ impl ErfReader {
                     }
                 }
                 framing += EXT_LEN;
+            }
+            if framing > HEADER_LEN && record::payload_of(t) != Payload::Record {
+                self.notes.extension_headers += 1;
             }
             if t == types::PAD {
                 self.notes.pad_records += 1;
