@@ -505,3 +505,23 @@ fn erf_extension_headers_are_named_when_converting() {
         "{err}"
     );
 }
+
+#[test]
+fn compressed_input_on_stdin() {
+    let file = std::fs::File::open(corpus("libtrace__vlan.pcap.bz2")).unwrap();
+    let out = tracekit()
+        .args(["info", "--json", "-"])
+        .stdin(file)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        (v["compression"].as_str(), v["packets"].as_u64()),
+        (Some("bzip2"), Some(395))
+    );
+}

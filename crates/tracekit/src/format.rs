@@ -56,8 +56,7 @@ impl Format {
             Compression::None => {}
             c => {
                 return Err(Error::unsupported(format!(
-                    "the input is {c}-compressed, and this build of tracekit does not decompress yet (decompress it first, e.g. with `{} -dc`)",
-                    c.name()
+                    "the decompressed content is itself {c}-compressed: nested compression is not read"
                 )));
             }
         }

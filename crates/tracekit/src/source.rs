@@ -98,6 +98,12 @@ pub fn open_with(uri: &str, options: &OpenOptions) -> Result<Source, Error> {
     } else {
         Input::open(Path::new(rest), options.read_mode)?
     };
+    // Compression first (by magic, whatever the name), then the format of what it holds.
+    input.fill(Compression::MAGIC_LEN)?;
+    let compression = Compression::detect(input.available());
+    if compression != Compression::None {
+        input = Input::decompress(input, compression)?;
+    }
     input.fill(Format::SNIFF_LEN)?;
     let detected = Format::detect(input.available()).map_err(|e| {
         e.with_shared_path(input.path())
@@ -131,10 +137,7 @@ pub fn open_with(uri: &str, options: &OpenOptions) -> Result<Source, Error> {
             },
         )),
     };
-    Ok(Source {
-        kind,
-        compression: Compression::None,
-    })
+    Ok(Source { kind, compression })
 }
 
 impl Source {

@@ -12,6 +12,8 @@ use std::io::{self, Read};
 use std::path::Path;
 use std::sync::Arc;
 
+use super::Compression;
+use super::decompress::BlockStream;
 use super::mmap::GuardedMap;
 use crate::Error;
 
@@ -45,13 +47,25 @@ pub const BLOCK_SIZE: usize = 1 << 18;
 enum Backing {
     Mapped(GuardedMap),
     Stream(Box<dyn Read + Send>),
+    Blocks(BlockStream),
 }
 
 /// A byte input that a parser walks in place. See the module documentation.
 pub struct Input {
     backing: Backing,
-    /// Read buffer (stream mode only).
+    /// The current window's bytes: the read buffer (stream), a decompressed block or the
+    /// stitching scratch buffer (blocks). Unused for mappings.
     buf: Vec<u8>,
+    /// Blocks: whether `buf` is a decompressed block (else the scratch buffer).
+    window_is_block: bool,
+    /// Blocks: the spare scratch buffer while `buf` is a block.
+    scratch: Vec<u8>,
+    /// Blocks: the block following a stitched window, and how far it was consumed.
+    pending: Option<(Vec<u8>, usize, usize)>,
+    /// Blocks: the decompressor delivered its last block (or its error).
+    source_done: bool,
+    /// Compression of the underlying bytes.
+    compression: Compression,
     /// Current position in the window.
     pos: usize,
     /// End of the valid window: bytes read into `buf`, or verified bytes of the mapping.
@@ -111,6 +125,11 @@ impl Input {
         Input {
             backing,
             buf: Vec::new(),
+            window_is_block: false,
+            scratch: Vec::new(),
+            pending: None,
+            source_done: false,
+            compression: Compression::None,
             pos: 0,
             end: 0,
             base: 0,
@@ -118,6 +137,23 @@ impl Input {
             path: None,
             size_hint,
         }
+    }
+
+    /// Decompresses `raw` (whose content is compressed with `codec`) on a thread of its
+    /// own; the new input walks the decompressed bytes. Errors name `raw`'s path.
+    pub fn decompress(raw: Input, codec: Compression) -> Result<Input, Error> {
+        let path = raw.path.clone();
+        let stream = BlockStream::start(Box::new(raw), codec)
+            .map_err(|e| Error::from(e).with_shared_path(path.as_ref()))?;
+        let mut input = Input::with_backing(Backing::Blocks(stream), None);
+        input.path = path;
+        input.compression = codec;
+        Ok(input)
+    }
+
+    /// Compression of the underlying bytes ([`Compression::None`] when read as they are).
+    pub fn compression(&self) -> Compression {
+        self.compression
     }
 
     /// Names the input in error messages (e.g. the path a stream came from).
@@ -151,7 +187,7 @@ impl Input {
     pub fn available(&self) -> &[u8] {
         match &self.backing {
             Backing::Mapped(map) => &map.verified()[self.pos..self.end],
-            Backing::Stream(_) => &self.buf[self.pos..self.end],
+            Backing::Stream(_) | Backing::Blocks(_) => &self.buf[self.pos..self.end],
         }
     }
 
@@ -161,7 +197,7 @@ impl Input {
     pub fn window(&self, start: usize, len: usize) -> &[u8] {
         match &self.backing {
             Backing::Mapped(map) => &map.verified()[start..start + len],
-            Backing::Stream(_) => &self.buf[start..start + len],
+            Backing::Stream(_) | Backing::Blocks(_) => &self.buf[start..start + len],
         }
     }
 
@@ -231,8 +267,112 @@ impl Input {
                     }
                 }
             }
+            Backing::Blocks(_) => self.fill_blocks(n)?,
         }
         Ok(self.end - self.pos)
+    }
+
+    /// Blocks: walks decompressed blocks in place; a structure that straddles two blocks
+    /// is stitched together in the scratch buffer (only the bytes it needs are copied),
+    /// after which parsing continues inside the next block.
+    fn fill_blocks(&mut self, n: usize) -> Result<(), Error> {
+        let Backing::Blocks(stream) = &mut self.backing else {
+            return Ok(());
+        };
+        loop {
+            let have = self.end - self.pos;
+            if have >= n {
+                break;
+            }
+            if have == 0
+                && let Some((block, off, len)) = self.pending.take()
+            {
+                // The stitched structure was consumed: continue inside the block, in place.
+                // (`base + end` is the offset of `block[off]`.)
+                self.base = self.base + self.end as u64 - off as u64;
+                self.scratch = std::mem::replace(&mut self.buf, block);
+                self.window_is_block = true;
+                self.pos = off;
+                self.end = len;
+                continue;
+            }
+            if let Some((block, off, len)) = &mut self.pending {
+                // Stitching: `buf` is the scratch window; append what is missing.
+                if self.pos > 0 {
+                    self.buf.copy_within(self.pos..self.end, 0);
+                    self.base += self.pos as u64;
+                    self.end -= self.pos;
+                    self.pos = 0;
+                }
+                let take = (n - have).min(*len - *off);
+                if self.buf.len() < self.end + take {
+                    self.buf.resize(self.end + take, 0);
+                }
+                self.buf[self.end..self.end + take].copy_from_slice(&block[*off..*off + take]);
+                self.end += take;
+                *off += take;
+                if *off == *len
+                    && let Some((block, _, _)) = self.pending.take()
+                {
+                    stream.recycle(block);
+                }
+                continue;
+            }
+            if self.source_done {
+                break;
+            }
+            let (block, len) = match stream.next_block() {
+                Ok(filled) => filled,
+                Err(e) => {
+                    self.source_done = true;
+                    return Err(Error::malformed(format!(
+                        "the {} stream is damaged or cut short: {e}",
+                        self.compression
+                    ))
+                    .with_shared_path(self.path.as_ref())
+                    .with_offset(self.base + self.end as u64));
+                }
+            };
+            if len == 0 {
+                self.source_done = true;
+                break;
+            }
+            if have == 0 {
+                // Move to the new block without copying.
+                self.base += self.end as u64;
+                let old = std::mem::replace(&mut self.buf, block);
+                if self.window_is_block {
+                    stream.recycle(old);
+                } else {
+                    self.scratch = old;
+                }
+                self.window_is_block = true;
+                self.pos = 0;
+                self.end = len;
+            } else {
+                // The structure straddles: its start goes into the scratch window.
+                if self.window_is_block {
+                    let mut scratch = std::mem::take(&mut self.scratch);
+                    if scratch.len() < n {
+                        scratch.resize(n, 0);
+                    }
+                    scratch[..have].copy_from_slice(&self.buf[self.pos..self.end]);
+                    let old = std::mem::replace(&mut self.buf, scratch);
+                    stream.recycle(old);
+                    self.window_is_block = false;
+                } else {
+                    self.buf.copy_within(self.pos..self.end, 0);
+                }
+                self.base += self.pos as u64;
+                self.pos = 0;
+                self.end = have;
+                self.pending = Some((block, 0, len));
+            }
+        }
+        if self.source_done && self.pending.is_none() {
+            self.eof = true;
+        }
+        Ok(())
     }
 
     /// The error for a structure (`what`) of `needed` bytes that the input ends inside,
@@ -250,6 +390,17 @@ impl Input {
         };
         err.with_shared_path(self.path.as_ref())
             .with_offset(self.position())
+    }
+}
+
+/// The bytes of the input as a plain stream (used to feed a decompressor).
+impl Read for Input {
+    fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+        let have = self.fill(1).map_err(io::Error::other)?;
+        let n = have.min(out.len());
+        out[..n].copy_from_slice(&self.available()[..n]);
+        self.consume(n);
+        Ok(n)
     }
 }
 
@@ -377,6 +528,113 @@ mod tests {
                     .unwrap();
             }
         }
+    }
+
+    /// `data` compressed with `codec` as `parts` concatenated members/streams/frames.
+    fn compress(data: &[u8], codec: Compression, parts: usize) -> Vec<u8> {
+        let mut out = Vec::new();
+        let chunk = data.len().div_ceil(parts.max(1)).max(1);
+        for part in data.chunks(chunk) {
+            match codec {
+                Compression::Gzip => {
+                    let mut e =
+                        flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+                    e.write_all(part).unwrap();
+                    out.extend(e.finish().unwrap());
+                }
+                Compression::Bzip2 => {
+                    let mut e =
+                        bzip2::write::BzEncoder::new(Vec::new(), bzip2::Compression::fast());
+                    e.write_all(part).unwrap();
+                    out.extend(e.finish().unwrap());
+                }
+                Compression::Zstd => out.extend(zstd::bulk::compress(part, 1).unwrap()),
+                Compression::Xz => {
+                    let mut e = liblzma::write::XzEncoder::new(Vec::new(), 1);
+                    e.write_all(part).unwrap();
+                    out.extend(e.finish().unwrap());
+                }
+                Compression::Lz4 => {
+                    let mut e = lz4_flex::frame::FrameEncoder::new(Vec::new());
+                    e.write_all(part).unwrap();
+                    out.extend(e.finish().unwrap());
+                }
+                Compression::None => out.extend_from_slice(part),
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn every_codec_decompresses_in_blocks() {
+        use proptest::prelude::*;
+        use proptest::test_runner::{Config, TestRunner};
+        let data = sample(2 * super::super::DECOMPRESSED_BLOCK + 4321);
+        for codec in [
+            Compression::Gzip,
+            Compression::Bzip2,
+            Compression::Zstd,
+            Compression::Xz,
+            Compression::Lz4,
+        ] {
+            let packed = compress(&data, codec, 3);
+            assert_eq!(Compression::detect(&packed), codec);
+            let mut runner = TestRunner::new(Config::with_cases(4));
+            runner
+                .run(&prop::collection::vec(1usize..300_000, 1..20), |steps| {
+                    let raw = Input::from_reader(io::Cursor::new(packed.clone()));
+                    let mut input = Input::decompress(raw, codec).unwrap();
+                    assert_eq!(input.compression(), codec);
+                    let mut at = 0;
+                    for step in steps.iter().cycle() {
+                        let have = input.fill(*step).unwrap();
+                        if have == 0 {
+                            break;
+                        }
+                        let take = have.min(*step);
+                        prop_assert!(input.available()[..take] == data[at..at + take]);
+                        input.consume(take);
+                        at += take;
+                    }
+                    prop_assert_eq!(at, data.len(), "{}", codec);
+                    Ok(())
+                })
+                .unwrap();
+        }
+    }
+
+    #[test]
+    fn truncated_stream_gives_its_bytes_then_an_error() {
+        let data = sample(3 * super::super::DECOMPRESSED_BLOCK);
+        let mut packed = compress(&data, Compression::Gzip, 1);
+        packed.truncate(packed.len() / 2);
+        let mut input = Input::decompress(
+            Input::from_reader(io::Cursor::new(packed)),
+            Compression::Gzip,
+        )
+        .unwrap();
+        let mut at = 0;
+        let err = loop {
+            match input.fill(1000) {
+                Ok(0) => panic!("a cut stream must end in an error"),
+                Ok(have) => {
+                    let take = have.min(1000);
+                    assert!(input.available()[..take] == data[at..at + take]);
+                    input.consume(take);
+                    at += take;
+                }
+                Err(e) => break e,
+            }
+        };
+        assert!(
+            at > data.len() / 4,
+            "most of the decodable data came through ({at})"
+        );
+        assert!(
+            err.to_string()
+                .contains("gzip stream is damaged or cut short"),
+            "{err}"
+        );
     }
 
     #[test]

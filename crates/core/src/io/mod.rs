@@ -2,11 +2,13 @@
 //! (guarded memory mapping or large-block reads) and compression recognition.
 
 mod compression;
+mod decompress;
 mod input;
 #[allow(unsafe_code)]
 pub mod mmap;
 
 pub use compression::Compression;
+pub use decompress::DECOMPRESSED_BLOCK;
 pub use input::{BLOCK_SIZE, Input, ReadMode};
 
 /// Flushes a buffered writer and returns the writer inside; a failure to flush is the
