@@ -4,7 +4,7 @@ use std::path::Path;
 
 use anyhow::{Context, Result, bail};
 use clap::{Args, ValueEnum};
-use tracekit::{CopyError, CreateOptions, Format, TsResolution};
+use tracekit::{Compression, CopyError, CreateOptions, Format, TsResolution};
 
 use crate::Outcome;
 use crate::progress::Progress;
@@ -18,7 +18,11 @@ use crate::progress::Progress;
 /// pcapng picks a resolution per interface that holds every time stamp. What the output
 /// format cannot carry (pcap: direction, interfaces, comments) is reported in one line.
 ///
-/// Example: `tracekit convert capture.pcapng capture.pcap`
+/// The output is compressed when its name ends in .gz, .bz2, .zst, .xz or .lz4 (or with
+/// `--compress`), on all cores; gzip output is multi-member with a BGZF-style size field,
+/// readable by gzip, zcat and pigz, and by tracekit in parallel.
+///
+/// Example: `tracekit convert capture.pcapng capture.pcap.gz`
 #[derive(Args)]
 pub struct ConvertArgs {
     /// Input trace (`-` for standard input).
@@ -34,6 +38,22 @@ pub struct ConvertArgs {
     /// Cut packets to at most this many bytes (default: the input's snap length).
     #[arg(long)]
     snaplen: Option<u32>,
+    /// Compress the output: gzip, bzip2, zstd, xz, lz4 or none (default: from the output
+    /// name's extension, .gz .bz2 .zst .xz .lz4).
+    #[arg(long, value_parser = parse_compression)]
+    compress: Option<Compression>,
+    /// Compression level in the codec's own range: gzip 1-9 (default 6), bzip2 1-9 (9),
+    /// zstd 1-22 (3), xz 0-9 (6), lz4 1.
+    #[arg(long)]
+    level: Option<i32>,
+    /// Compression threads (default: one per core).
+    #[arg(long, default_value_t = 0)]
+    threads: usize,
+}
+
+fn parse_compression(s: &str) -> Result<Compression, String> {
+    Compression::from_name(s)
+        .ok_or_else(|| format!("unknown codec '{s}' (known: gzip, bzip2, zstd, xz, lz4, none)"))
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -79,6 +99,9 @@ pub fn run(args: ConvertArgs) -> Result<Outcome> {
         allow_precision_loss: allow_loss,
         snaplen: args.snaplen.or(source.snaplen().filter(|s| *s != 0)),
         link_type: source.declared_link_type(),
+        compression: args.compress,
+        level: args.level,
+        threads: args.threads,
     };
     let mut sink = tracekit::create(&args.output, &options)
         .with_context(|| format!("cannot create {}", args.output))?;

@@ -525,3 +525,47 @@ fn compressed_input_on_stdin() {
         (Some("bzip2"), Some(395))
     );
 }
+
+#[test]
+fn convert_compresses_by_name_or_flag_with_checked_levels() {
+    let dir = tempfile::tempdir().unwrap();
+    let by_name = dir.path().join("a.pcap.zst");
+    let o = tracekit()
+        .arg("convert")
+        .arg(corpus("libtrace__vlan.pcap"))
+        .arg(&by_name)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(info_json(&by_name)["compression"], "zstd");
+    let by_flag = dir.path().join("b.pcap");
+    let o = tracekit()
+        .args([
+            "convert",
+            "--compress",
+            "xz",
+            "--level",
+            "0",
+            "--threads",
+            "2",
+        ])
+        .arg(corpus("libtrace__vlan.pcap"))
+        .arg(&by_flag)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v = info_json(&by_flag);
+    assert_eq!(
+        (v["compression"].as_str(), v["packets"].as_u64()),
+        (Some("xz"), Some(395))
+    );
+    // gzip has no level 0 (no silent "0 means uncompressed")
+    let o = tracekit()
+        .args(["convert", "--level", "0"])
+        .arg(corpus("libtrace__vlan.pcap"))
+        .arg(dir.path().join("c.pcap.gz"))
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("gzip levels run from 1 to 9"));
+}

@@ -5,7 +5,7 @@ use std::fs::File;
 use std::io::{self, Write};
 use std::path::Path;
 
-use tracekit_core::io::Compression;
+use tracekit_core::io::{CompressOptions, Compression, ParallelWriter};
 use tracekit_core::{
     CaptureSink, Error, InterfaceInfo, LinkType, Packet, SinkReport, TsResolution,
 };
@@ -31,10 +31,59 @@ pub struct CreateOptions {
     pub snaplen: Option<u32>,
     /// Link type for formats with one per file (pcap); default: the first packet's.
     pub link_type: Option<LinkType>,
+    /// Compression; default: from the name's last extension (`.gz`, `.bz2`, `.zst`,
+    /// `.xz`, `.lz4`), none for standard output.
+    pub compression: Option<Compression>,
+    /// Compression level in the codec's own range; default: the codec's.
+    pub level: Option<i32>,
+    /// Compression threads; 0 (default) means one per core.
+    pub threads: usize,
 }
 
-/// Where output bytes go.
-type Output = Box<dyn Write + Send>;
+/// Where output bytes go: straight to the file or stream, or through the parallel
+/// compressor.
+enum Output {
+    Plain(Box<dyn Write + Send>),
+    Compressed(ParallelWriter<Box<dyn Write + Send>>),
+}
+
+impl Write for Output {
+    #[inline]
+    fn write(&mut self, data: &[u8]) -> io::Result<usize> {
+        match self {
+            Output::Plain(w) => w.write(data),
+            Output::Compressed(w) => w.write(data),
+        }
+    }
+
+    #[inline]
+    fn write_all(&mut self, data: &[u8]) -> io::Result<()> {
+        match self {
+            Output::Plain(w) => w.write_all(data),
+            Output::Compressed(w) => w.write_all(data),
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        match self {
+            Output::Plain(w) => w.flush(),
+            Output::Compressed(w) => w.flush(),
+        }
+    }
+}
+
+impl Output {
+    /// Completes the output; the compressed size when compressed.
+    fn finish(self) -> Result<Option<u64>, Error> {
+        match self {
+            Output::Plain(mut w) => {
+                w.flush()?;
+                Ok(None)
+            }
+            Output::Compressed(w) => w.finish().map(|(_, bytes)| Some(bytes)),
+        }
+    }
+}
 
 /// An output trace of any supported format.
 ///
@@ -81,17 +130,31 @@ pub fn create(uri: &str, options: &CreateOptions) -> Result<Sink, Error> {
             ))
         })?,
     };
-    let compression = Compression::from_file_name(path);
+    let compression = options
+        .compression
+        .unwrap_or_else(|| Compression::from_file_name(path));
+    let compress = CompressOptions {
+        codec: compression,
+        level: options.level,
+        threads: options.threads,
+    };
     if compression != Compression::None {
-        return Err(Error::unsupported(format!(
-            "writing {compression}-compressed output is not part of this build of tracekit yet"
-        ))
+        compress.checked_level().map_err(|e| e.with_path(path))?;
+    } else if options.level.is_some() {
+        return Err(Error::invalid_argument(
+            "a compression level needs a codec (name the file .gz, .bz2, .zst, .xz or .lz4, or give one)",
+        )
         .with_path(path));
     }
-    let out: Output = if path == "-" {
+    let file: Box<dyn Write + Send> = if path == "-" {
         Box::new(io::stdout())
     } else {
         Box::new(File::create(Path::new(path)).map_err(|e| Error::from(e).with_path(path))?)
+    };
+    let out = if compression == Compression::None {
+        Output::Plain(file)
+    } else {
+        Output::Compressed(ParallelWriter::new(file, compress).map_err(|e| e.with_path(path))?)
     };
     let kind = match format {
         Format::Pcap => {
@@ -148,13 +211,17 @@ impl Sink {
         }
     }
 
-    /// Flushes and reports; `Ok` means the output is complete.
+    /// Flushes, completes compression, and reports; `Ok` means the output is complete.
     pub fn finish(self) -> Result<SinkReport, Error> {
-        match self.kind {
-            SinkKind::Pcap(w) => w.finish(),
-            SinkKind::Pcapng(w) => w.finish(),
-            SinkKind::Erf(w) => w.finish(),
+        let (out, mut report) = match self.kind {
+            SinkKind::Pcap(w) => w.finish_into_inner()?,
+            SinkKind::Pcapng(w) => w.finish_into_inner()?,
+            SinkKind::Erf(w) => w.finish_into_inner()?,
+        };
+        if let Some(bytes) = out.finish()? {
+            report.bytes = bytes;
         }
+        Ok(report)
     }
 }
 

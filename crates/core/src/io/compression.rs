@@ -50,6 +50,19 @@ impl Compression {
         }
     }
 
+    /// Parses a codec name (`none`, `gzip`/`gz`, `bzip2`/`bz2`, `zstd`/`zst`, `xz`, `lz4`).
+    pub fn from_name(name: &str) -> Option<Compression> {
+        match name.to_ascii_lowercase().as_str() {
+            "none" | "no" => Some(Compression::None),
+            "gzip" | "gz" => Some(Compression::Gzip),
+            "bzip2" | "bz2" => Some(Compression::Bzip2),
+            "zstd" | "zst" => Some(Compression::Zstd),
+            "xz" => Some(Compression::Xz),
+            "lz4" => Some(Compression::Lz4),
+            _ => None,
+        }
+    }
+
     /// The codec a file name asks for by its last extension (`.gz`, `.bz2`, `.zst`,
     /// `.xz`, `.lz4`), or `None` (no compression) otherwise.
     pub fn from_file_name(name: &str) -> Compression {

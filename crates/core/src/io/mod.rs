@@ -1,12 +1,14 @@
 //! Input and output plumbing shared by the format crates: the in-place byte [`Input`]
 //! (guarded memory mapping or large-block reads) and compression recognition.
 
+mod compress;
 mod compression;
 mod decompress;
 mod input;
 #[allow(unsafe_code)]
 pub mod mmap;
 
+pub use compress::{CompressOptions, GZIP_MEMBER_SUBFIELD, ParallelWriter};
 pub use compression::Compression;
 pub use decompress::DECOMPRESSED_BLOCK;
 pub use input::{BLOCK_SIZE, Input, ReadMode};
