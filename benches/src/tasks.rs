@@ -4,8 +4,14 @@ use tracekit::{CaptureSource, Error, ReadMode};
 
 /// Task T1: count packets and captured bytes.
 pub fn t1_count(uri: &str, mode: ReadMode) -> Result<(u64, u64), Error> {
+    t1_count_with(uri, mode, 0)
+}
+
+/// Task T1 with a decompression thread count (0: one per core).
+pub fn t1_count_with(uri: &str, mode: ReadMode, threads: usize) -> Result<(u64, u64), Error> {
     let options = tracekit::OpenOptions {
         read_mode: mode,
+        threads,
         ..Default::default()
     };
     let mut source = tracekit::open_with(uri, &options)?;

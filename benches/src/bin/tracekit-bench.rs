@@ -2,7 +2,8 @@
 //!
 //! - `t1 FILE`: count packets and captured bytes; prints `packets N` and `bytes M`.
 //!
-//! Set `TRACEKIT_READ_MODE=mmap|read` to force a read mode (default: the library's).
+//! Set `TRACEKIT_READ_MODE=mmap|read` to force a read mode (default: the library's) and
+//! `TRACEKIT_THREADS=N` for the decompression threads (default: one per core).
 
 use tracekit::ReadMode;
 
@@ -17,8 +18,12 @@ fn main() {
         Ok("read") => ReadMode::Read,
         _ => ReadMode::Auto,
     };
+    let threads = std::env::var("TRACEKIT_THREADS")
+        .ok()
+        .and_then(|t| t.parse().ok())
+        .unwrap_or(0);
     match task.as_str() {
-        "t1" | "count" => match tracekit_bench::tasks::t1_count(file, mode) {
+        "t1" | "count" => match tracekit_bench::tasks::t1_count_with(file, mode, threads) {
             Ok((packets, bytes)) => println!("packets {packets}\nbytes {bytes}"),
             Err(e) => {
                 eprintln!("tracekit-bench: {e}");

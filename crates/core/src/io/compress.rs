@@ -367,6 +367,67 @@ mod tests {
         }
     }
 
+        fn gzip_of(data: &[u8], threads: usize) -> Vec<u8> {
+        let options = CompressOptions { codec: Compression::Gzip, level: Some(1), threads };
+        let mut w = ParallelWriter::new(Vec::new(), options).unwrap();
+        w.write_all(data).unwrap();
+        w.finish().unwrap().0
+    }
+
+    fn gunzip_with(packed: Vec<u8>, threads: usize) -> Result<Vec<u8>, crate::Error> {
+        let raw = super::super::Input::from_reader(io::Cursor::new(packed));
+        let mut input = super::super::Input::decompress_with(raw, Compression::Gzip, threads)?;
+        let mut back = Vec::new();
+        input.read_to_end(&mut back).map_err(crate::Error::from)?;
+        Ok(back)
+    }
+
+    #[test]
+    fn tracekit_gzip_is_read_in_parallel_and_in_order() {
+        let data = sample(7 * (1 << 20) + 12345);
+        let packed = gzip_of(&data, 2);
+        assert!(super::super::decompress::is_splittable_gzip(&packed));
+        for threads in [1, 2, 3] {
+            assert!(gunzip_with(packed.clone(), threads).unwrap() == data, "{threads} threads");
+        }
+        // A foreign member (no size field) and BGZF's empty end-of-file block after ours.
+        let mut mixed = packed.clone();
+        let mut foreign = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        foreign.write_all(b"tail bytes").unwrap();
+        mixed.extend(foreign.finish().unwrap());
+        let bgzf_eof = [
+            0x1f, 0x8b, 8, 4, 0, 0, 0, 0, 0, 0xff, 6, 0, b'B', b'C', 2, 0, 0x1b, 0, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+        ];
+        mixed.extend_from_slice(&bgzf_eof);
+        let mut want = data.clone();
+        want.extend_from_slice(b"tail bytes");
+        assert!(gunzip_with(mixed, 2).unwrap() == want);
+    }
+
+    #[test]
+    fn cut_parallel_gzip_gives_whole_members_then_an_error() {
+        let data = sample(4 * (1 << 20));
+        let mut packed = gzip_of(&data, 2);
+        packed.truncate(packed.len() * 3 / 4);
+        let raw = super::super::Input::from_reader(io::Cursor::new(packed));
+        let mut input = super::super::Input::decompress_with(raw, Compression::Gzip, 2).unwrap();
+        let mut got = 0;
+        let err = loop {
+            match input.fill(1 << 16) {
+                Ok(0) => panic!("a cut stream must end in an error"),
+                Ok(have) => {
+                    let take = have.min(1 << 16);
+                    assert!(input.available()[..take] == data[got..got + take]);
+                    input.consume(take);
+                    got += take;
+                }
+                Err(e) => break e,
+            }
+        };
+        assert_eq!(got, 3 << 20, "the three whole members before the cut");
+        assert!(err.to_string().contains("cut short"), "{err}");
+    }
+
     #[test]
     fn levels_follow_each_codec() {
         assert!(

@@ -27,9 +27,12 @@ pub(crate) type Block = io::Result<(Vec<u8>, usize)>;
 
 /// Decompressed blocks in stream order, produced by a background thread.
 pub(crate) struct BlockStream {
-    ready: Receiver<Block>,
+    /// Blocks come from these in turn (one for a sequential decoder, one per worker for
+    /// parallel gzip).
+    ready: Vec<Receiver<Block>>,
+    next: usize,
     pool: Sender<Vec<u8>>,
-    worker: Option<JoinHandle<()>>,
+    threads: Vec<JoinHandle<()>>,
 }
 
 impl BlockStream {
@@ -54,15 +57,18 @@ impl BlockStream {
                 pump(decoder, &pool_rx, &tx);
             })?;
         Ok(BlockStream {
-            ready: rx,
+            ready: vec![rx],
+            next: 0,
             pool: pool_tx,
-            worker: Some(worker),
+            threads: vec![worker],
         })
     }
 
     /// The next block; an empty block is the end of the stream.
     pub(crate) fn next_block(&mut self) -> Block {
-        self.ready
+        let k = self.next;
+        self.next = (self.next + 1) % self.ready.len();
+        self.ready[k]
             .recv()
             .unwrap_or_else(|_| Err(io::Error::other("the decompression thread ended early")))
     }
@@ -75,13 +81,12 @@ impl BlockStream {
 
 impl Drop for BlockStream {
     fn drop(&mut self) {
-        // Closing our ends makes the decoder's next send fail, and it returns.
+        // Closing our ends makes the threads' next send fail, and they return.
         let (dead_tx, _) = bounded(0);
         self.pool = dead_tx;
-        let (_, dead_rx) = bounded(0);
-        self.ready = dead_rx;
-        if let Some(worker) = self.worker.take() {
-            let _ = worker.join();
+        self.ready.clear();
+        for t in self.threads.drain(..) {
+            let _ = t.join();
         }
     }
 }
@@ -166,4 +171,221 @@ fn pump(mut decoder: Box<dyn Read + Send>, pool: &Receiver<Vec<u8>>, out: &Sende
             None => {}
         }
     }
+}
+
+/// Whether `head` starts a gzip member whose extra field gives the member's size (the
+/// `TK` subfield tracekit writes, or BGZF's `BC`), so members can be split without
+/// inflating and decompressed in parallel.
+pub(crate) fn is_splittable_gzip(head: &[u8]) -> bool {
+    member_size(head).is_some_and(|size| size.is_some())
+}
+
+/// For a gzip member header at the start of `head`: `None` when more bytes are needed or
+/// it is not gzip, `Some(None)` when it has no size field, `Some(Some(size))` otherwise.
+fn member_size(head: &[u8]) -> Option<Option<usize>> {
+    if head.len() < 10 || head[0] != 0x1f || head[1] != 0x8b || head[2] != 8 {
+        return None;
+    }
+    if head[3] & 0x04 == 0 {
+        return Some(None);
+    }
+    let xlen = usize::from(u16::from_le_bytes([*head.get(10)?, *head.get(11)?]));
+    let extra = head.get(12..12 + xlen)?;
+    let mut at = 0;
+    while at + 4 <= extra.len() {
+        let (si, len) = ([extra[at], extra[at + 1]], usize::from(u16::from_le_bytes([extra[at + 2], extra[at + 3]])));
+        let data = extra.get(at + 4..at + 4 + len)?;
+        match (&si, len) {
+            (b"TK", 4) => return Some(Some(u32::from_le_bytes([data[0], data[1], data[2], data[3]]) as usize)),
+            (b"BC", 2) => return Some(Some(usize::from(u16::from_le_bytes([data[0], data[1]])) + 1)),
+            _ => {}
+        }
+        at += 4 + len;
+    }
+    Some(None)
+}
+
+/// Work for a gzip worker, in stream order.
+enum Job {
+    /// A whole member: inflate it.
+    Member(Vec<u8>),
+    /// Bytes already decompressed (by the splitter, after a member without a size field).
+    Ready(Vec<u8>, usize),
+    /// The stream failed here.
+    Failed(io::Error),
+    /// The end of the stream.
+    End,
+}
+
+impl BlockStream {
+    /// Parallel gzip: a splitter thread cuts the stream into members by their size
+    /// field; `workers` threads inflate them (member `i` on worker `i % workers`), and
+    /// blocks are taken from the workers in turn, which restores the order.
+    pub(crate) fn start_parallel_gzip(raw: Box<dyn Read + Send>, workers: usize) -> io::Result<BlockStream> {
+        let workers = workers.max(1);
+        let (out_pool_tx, out_pool_rx) = bounded::<Vec<u8>>(3 * workers + 3);
+        let mut ready = Vec::with_capacity(workers);
+        let mut job_senders = Vec::with_capacity(workers);
+        let mut threads = Vec::with_capacity(workers + 1);
+        let (member_pool_tx, member_pool_rx) = bounded::<Vec<u8>>(3 * workers);
+        for k in 0..workers {
+            let (job_tx, job_rx) = bounded::<Job>(2);
+            let (out_tx, out_rx) = bounded::<Block>(2);
+            let out_pool = out_pool_rx.clone();
+            let member_pool = member_pool_tx.clone();
+            threads.push(
+                std::thread::Builder::new()
+                    .name(format!("tracekit-gunzip-{k}"))
+                    .spawn(move || inflate_members(&job_rx, &out_tx, &out_pool, &member_pool))?,
+            );
+            job_senders.push(job_tx);
+            ready.push(out_rx);
+        }
+        threads.push(
+            std::thread::Builder::new()
+                .name("tracekit-gzip-split".into())
+                .spawn(move || split_members(raw, &job_senders, &member_pool_rx))?,
+        );
+        Ok(BlockStream {
+            ready,
+            next: 0,
+            pool: out_pool_tx,
+            threads,
+        })
+    }
+}
+
+/// The splitter: reads members by their size field and deals them to the workers in
+/// turn. A member without a size field switches to decoding the rest here, in order.
+fn split_members(raw: Box<dyn Read + Send>, workers: &[Sender<Job>], pool: &Receiver<Vec<u8>>) {
+    let mut raw = io::BufReader::with_capacity(1 << 20, raw);
+    let mut k = 0;
+    let send = |job: Job, k: &mut usize| -> bool {
+        let ok = workers[*k].send(job).is_ok();
+        *k = (*k + 1) % workers.len();
+        ok
+    };
+    loop {
+        let head = match io::BufRead::fill_buf(&mut raw) {
+            Ok(h) => h,
+            Err(e) => {
+                send(Job::Failed(e), &mut k);
+                return;
+            }
+        };
+        if head.is_empty() {
+            send(Job::End, &mut k);
+            return;
+        }
+        // The header must be in the buffer to be read; gzip headers are small.
+        let size = match member_size(head) {
+            Some(Some(size)) if size >= 18 => size,
+            _ => {
+                // Not splittable from here on: decode the rest in this thread.
+                let mut decoder = flate2::bufread::MultiGzDecoder::new(raw);
+                loop {
+                    let mut buf = Vec::new();
+                    buf.resize(DECOMPRESSED_BLOCK, 0);
+                    let mut len = 0;
+                    let mut failure = None;
+                    while len < buf.len() {
+                        match decoder.read(&mut buf[len..]) {
+                            Ok(0) => break,
+                            Ok(n) => len += n,
+                            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                            Err(e) => {
+                                failure = Some(e);
+                                break;
+                            }
+                        }
+                    }
+                    let last = len < buf.len();
+                    if len > 0 && !send(Job::Ready(buf, len), &mut k) {
+                        return;
+                    }
+                    match failure {
+                        Some(e) => {
+                            send(Job::Failed(e), &mut k);
+                            return;
+                        }
+                        None if last => {
+                            send(Job::End, &mut k);
+                            return;
+                        }
+                        None => {}
+                    }
+                }
+            }
+        };
+        let mut member = pool.try_recv().unwrap_or_default();
+        member.resize(size, 0);
+        if let Err(e) = raw.read_exact(&mut member) {
+            let e = if e.kind() == io::ErrorKind::UnexpectedEof {
+                io::Error::new(e.kind(), "the last gzip member is cut short")
+            } else {
+                e
+            };
+            send(Job::Failed(e), &mut k);
+            return;
+        }
+        // An empty member (BGZF's end-of-file marker, say) has nothing to hand out: a
+        // zero-length block would read as the end of the stream.
+                if member[size - 4..] == [0, 0, 0, 0] {
+            continue;
+        }
+        if !send(Job::Member(member), &mut k) {
+            return;
+        }
+    }
+}
+
+/// A worker: inflates whole members (libdeflate, into a buffer of the member's exact
+/// size) and checks their CRC.
+fn inflate_members(
+    jobs: &Receiver<Job>,
+    out: &Sender<Block>,
+    out_pool: &Receiver<Vec<u8>>,
+    member_pool: &Sender<Vec<u8>>,
+) {
+    let mut inflater = libdeflater::Decompressor::new();
+    while let Ok(job) = jobs.recv() {
+        let block = match job {
+            Job::Member(member) => {
+                let block = inflate(&mut inflater, &member, out_pool);
+                let _ = member_pool.try_send(member);
+                block
+            }
+            Job::Ready(buf, len) => Ok((buf, len)),
+            Job::Failed(e) => Err(e),
+            Job::End => Ok((Vec::new(), 0)),
+        };
+        if out.send(block).is_err() {
+            return;
+        }
+    }
+}
+
+fn inflate(inflater: &mut libdeflater::Decompressor, member: &[u8], pool: &Receiver<Vec<u8>>) -> Block {
+    let bad = |why: &str| io::Error::new(io::ErrorKind::InvalidData, format!("gzip member: {why}"));
+    let n = member.len();
+    let header_len = 12 + usize::from(u16::from_le_bytes([member[10], member[11]]));
+    // tracekit and BGZF members carry no file name or comment; anything else goes the
+    // sequential way (the size field is only written by them).
+    if member[3] & !0x04 != 0 || header_len + 8 > n {
+        return Err(bad("unexpected header flags"));
+    }
+    let crc = u32::from_le_bytes([member[n - 8], member[n - 7], member[n - 6], member[n - 5]]);
+    let isize = u32::from_le_bytes([member[n - 4], member[n - 3], member[n - 2], member[n - 1]]) as usize;
+    let mut buf = pool.try_recv().unwrap_or_default();
+    buf.resize(isize, 0);
+    let got = inflater
+        .deflate_decompress(&member[header_len..n - 8], &mut buf)
+        .map_err(|e| bad(&e.to_string()))?;
+    if got != isize {
+        return Err(bad("the size in its trailer does not match"));
+    }
+    if crc32fast::hash(&buf[..got]) != crc {
+        return Err(bad("CRC mismatch"));
+    }
+    Ok((buf, got))
 }

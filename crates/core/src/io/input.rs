@@ -141,10 +141,30 @@ impl Input {
 
     /// Decompresses `raw` (whose content is compressed with `codec`) on a thread of its
     /// own; the new input walks the decompressed bytes. Errors name `raw`'s path.
-    pub fn decompress(raw: Input, codec: Compression) -> Result<Input, Error> {
+        pub fn decompress(raw: Input, codec: Compression) -> Result<Input, Error> {
+        Input::decompress_with(raw, codec, 0)
+    }
+
+    /// [`Input::decompress`] with a thread count for gzip written by tracekit (members
+    /// with a size field are inflated in parallel); 0 means one per core, 1 reads
+    /// sequentially. Other codecs and other gzip files use one decoder thread.
+    pub fn decompress_with(mut raw: Input, codec: Compression, threads: usize) -> Result<Input, Error> {
         let path = raw.path.clone();
-        let stream = BlockStream::start(Box::new(raw), codec)
-            .map_err(|e| Error::from(e).with_shared_path(path.as_ref()))?;
+        let threads = if threads == 0 {
+            std::thread::available_parallelism().map_or(1, |n| n.get())
+        } else {
+            threads
+        };
+        raw.fill(1 << 12)?;
+        let parallel = codec == Compression::Gzip
+            && threads > 1
+            && super::decompress::is_splittable_gzip(raw.available());
+        let stream = if parallel {
+            BlockStream::start_parallel_gzip(Box::new(raw), threads)
+        } else {
+            BlockStream::start(Box::new(raw), codec)
+        }
+        .map_err(|e| Error::from(e).with_shared_path(path.as_ref()))?;
         let mut input = Input::with_backing(Backing::Blocks(stream), None);
         input.path = path;
         input.compression = codec;
