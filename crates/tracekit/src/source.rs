@@ -17,7 +17,7 @@ pub struct OpenOptions {
     pub read_mode: ReadMode,
     /// Insist on a format instead of detecting it from the content.
     pub format: Option<Format>,
-        /// Whether metadata records (pcapng non-packet blocks, ERF provenance) are handed
+    /// Whether metadata records (pcapng non-packet blocks, ERF provenance) are handed
     /// out as packets of kind [`tracekit_core::PacketKind::Meta`].
     pub metadata: Metadata,
     /// Decompression threads for gzip written by tracekit (0: one per core; 1: one).
@@ -104,7 +104,7 @@ pub fn open_with(uri: &str, options: &OpenOptions) -> Result<Source, Error> {
     input.fill(Compression::MAGIC_LEN)?;
     let compression = Compression::detect(input.available());
     if compression != Compression::None {
-                input = Input::decompress_with(input, compression, options.threads)?;
+        input = Input::decompress_with(input, compression, options.threads)?;
     }
     input.fill(Format::SNIFF_LEN)?;
     let detected = Format::detect(input.available()).map_err(|e| {

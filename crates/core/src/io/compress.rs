@@ -367,8 +367,12 @@ mod tests {
         }
     }
 
-        fn gzip_of(data: &[u8], threads: usize) -> Vec<u8> {
-        let options = CompressOptions { codec: Compression::Gzip, level: Some(1), threads };
+    fn gzip_of(data: &[u8], threads: usize) -> Vec<u8> {
+        let options = CompressOptions {
+            codec: Compression::Gzip,
+            level: Some(1),
+            threads,
+        };
         let mut w = ParallelWriter::new(Vec::new(), options).unwrap();
         w.write_all(data).unwrap();
         w.finish().unwrap().0
@@ -388,7 +392,10 @@ mod tests {
         let packed = gzip_of(&data, 2);
         assert!(super::super::decompress::is_splittable_gzip(&packed));
         for threads in [1, 2, 3] {
-            assert!(gunzip_with(packed.clone(), threads).unwrap() == data, "{threads} threads");
+            assert!(
+                gunzip_with(packed.clone(), threads).unwrap() == data,
+                "{threads} threads"
+            );
         }
         // A foreign member (no size field) and BGZF's empty end-of-file block after ours.
         let mut mixed = packed.clone();
@@ -396,7 +403,8 @@ mod tests {
         foreign.write_all(b"tail bytes").unwrap();
         mixed.extend(foreign.finish().unwrap());
         let bgzf_eof = [
-            0x1f, 0x8b, 8, 4, 0, 0, 0, 0, 0, 0xff, 6, 0, b'B', b'C', 2, 0, 0x1b, 0, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+            0x1f, 0x8b, 8, 4, 0, 0, 0, 0, 0, 0xff, 6, 0, b'B', b'C', 2, 0, 0x1b, 0, 3, 0, 0, 0, 0,
+            0, 0, 0, 0, 0,
         ];
         mixed.extend_from_slice(&bgzf_eof);
         let mut want = data.clone();

@@ -54,7 +54,12 @@ impl BlockStream {
                         return;
                     }
                 };
-                pump(decoder, &pool_rx, &tx);
+                let mut decoder = decoder;
+                drain(
+                    &mut *decoder,
+                    || pool_rx.recv().ok(),
+                    |b| tx.send(b).is_ok(),
+                );
             })?;
         Ok(BlockStream {
             ready: vec![rx],
@@ -134,10 +139,16 @@ impl<R: io::BufRead> Read for MultiLz4Decoder<R> {
     }
 }
 
-/// Fills pool buffers from `decoder` and sends them until the end or an error.
-fn pump(mut decoder: Box<dyn Read + Send>, pool: &Receiver<Vec<u8>>, out: &Sender<Block>) {
+/// Reads `decoder` to its end in blocks of [`DECOMPRESSED_BLOCK`] bytes (buffers from
+/// `buffer`), handing each to `emit`, then the end (an empty block) or the error: every
+/// byte that decoded before an error comes first. Stops early when `emit` says no.
+fn drain(
+    decoder: &mut dyn Read,
+    mut buffer: impl FnMut() -> Option<Vec<u8>>,
+    mut emit: impl FnMut(Block) -> bool,
+) {
     loop {
-        let Ok(mut buf) = pool.recv() else { return };
+        let Some(mut buf) = buffer() else { return };
         if buf.len() < DECOMPRESSED_BLOCK {
             buf.resize(DECOMPRESSED_BLOCK, 0);
         }
@@ -155,21 +166,29 @@ fn pump(mut decoder: Box<dyn Read + Send>, pool: &Receiver<Vec<u8>>, out: &Sende
             }
         }
         let last = len < buf.len();
-        if len > 0 && out.send(Ok((buf, len))).is_err() {
+        if len > 0 && !emit(Ok((buf, len))) {
             return;
         }
-        // The end is an explicit empty block; an error follows the bytes decoded before it.
         match failure {
             Some(e) => {
-                let _ = out.send(Err(e));
+                emit(Err(e));
                 return;
             }
             None if last => {
-                let _ = out.send(Ok((Vec::new(), 0)));
+                emit(Ok((Vec::new(), 0)));
                 return;
             }
             None => {}
         }
+    }
+}
+
+/// A block as the job that carries it through a worker in order.
+fn as_job(block: Block) -> Job {
+    match block {
+        Ok((_, 0)) => Job::End,
+        Ok((buf, len)) => Job::Ready(buf, len),
+        Err(e) => Job::Failed(e),
     }
 }
 
@@ -193,11 +212,22 @@ fn member_size(head: &[u8]) -> Option<Option<usize>> {
     let extra = head.get(12..12 + xlen)?;
     let mut at = 0;
     while at + 4 <= extra.len() {
-        let (si, len) = ([extra[at], extra[at + 1]], usize::from(u16::from_le_bytes([extra[at + 2], extra[at + 3]])));
+        let (si, len) = (
+            [extra[at], extra[at + 1]],
+            usize::from(u16::from_le_bytes([extra[at + 2], extra[at + 3]])),
+        );
         let data = extra.get(at + 4..at + 4 + len)?;
         match (&si, len) {
-            (b"TK", 4) => return Some(Some(u32::from_le_bytes([data[0], data[1], data[2], data[3]]) as usize)),
-            (b"BC", 2) => return Some(Some(usize::from(u16::from_le_bytes([data[0], data[1]])) + 1)),
+            (b"TK", 4) => {
+                return Some(Some(
+                    u32::from_le_bytes([data[0], data[1], data[2], data[3]]) as usize,
+                ));
+            }
+            (b"BC", 2) => {
+                return Some(Some(
+                    usize::from(u16::from_le_bytes([data[0], data[1]])) + 1,
+                ));
+            }
             _ => {}
         }
         at += 4 + len;
@@ -221,7 +251,10 @@ impl BlockStream {
     /// Parallel gzip: a splitter thread cuts the stream into members by their size
     /// field; `workers` threads inflate them (member `i` on worker `i % workers`), and
     /// blocks are taken from the workers in turn, which restores the order.
-    pub(crate) fn start_parallel_gzip(raw: Box<dyn Read + Send>, workers: usize) -> io::Result<BlockStream> {
+    pub(crate) fn start_parallel_gzip(
+        raw: Box<dyn Read + Send>,
+        workers: usize,
+    ) -> io::Result<BlockStream> {
         let workers = workers.max(1);
         let (out_pool_tx, out_pool_rx) = bounded::<Vec<u8>>(3 * workers + 3);
         let mut ready = Vec::with_capacity(workers);
@@ -283,38 +316,12 @@ fn split_members(raw: Box<dyn Read + Send>, workers: &[Sender<Job>], pool: &Rece
             _ => {
                 // Not splittable from here on: decode the rest in this thread.
                 let mut decoder = flate2::bufread::MultiGzDecoder::new(raw);
-                loop {
-                    let mut buf = Vec::new();
-                    buf.resize(DECOMPRESSED_BLOCK, 0);
-                    let mut len = 0;
-                    let mut failure = None;
-                    while len < buf.len() {
-                        match decoder.read(&mut buf[len..]) {
-                            Ok(0) => break,
-                            Ok(n) => len += n,
-                            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                            Err(e) => {
-                                failure = Some(e);
-                                break;
-                            }
-                        }
-                    }
-                    let last = len < buf.len();
-                    if len > 0 && !send(Job::Ready(buf, len), &mut k) {
-                        return;
-                    }
-                    match failure {
-                        Some(e) => {
-                            send(Job::Failed(e), &mut k);
-                            return;
-                        }
-                        None if last => {
-                            send(Job::End, &mut k);
-                            return;
-                        }
-                        None => {}
-                    }
-                }
+                drain(
+                    &mut decoder,
+                    || Some(Vec::new()),
+                    |b| send(as_job(b), &mut k),
+                );
+                return;
             }
         };
         let mut member = pool.try_recv().unwrap_or_default();
@@ -330,7 +337,7 @@ fn split_members(raw: Box<dyn Read + Send>, workers: &[Sender<Job>], pool: &Rece
         }
         // An empty member (BGZF's end-of-file marker, say) has nothing to hand out: a
         // zero-length block would read as the end of the stream.
-                if member[size - 4..] == [0, 0, 0, 0] {
+        if member[size - 4..] == [0, 0, 0, 0] {
             continue;
         }
         if !send(Job::Member(member), &mut k) {
@@ -365,7 +372,11 @@ fn inflate_members(
     }
 }
 
-fn inflate(inflater: &mut libdeflater::Decompressor, member: &[u8], pool: &Receiver<Vec<u8>>) -> Block {
+fn inflate(
+    inflater: &mut libdeflater::Decompressor,
+    member: &[u8],
+    pool: &Receiver<Vec<u8>>,
+) -> Block {
     let bad = |why: &str| io::Error::new(io::ErrorKind::InvalidData, format!("gzip member: {why}"));
     let n = member.len();
     let header_len = 12 + usize::from(u16::from_le_bytes([member[10], member[11]]));
@@ -375,7 +386,8 @@ fn inflate(inflater: &mut libdeflater::Decompressor, member: &[u8], pool: &Recei
         return Err(bad("unexpected header flags"));
     }
     let crc = u32::from_le_bytes([member[n - 8], member[n - 7], member[n - 6], member[n - 5]]);
-    let isize = u32::from_le_bytes([member[n - 4], member[n - 3], member[n - 2], member[n - 1]]) as usize;
+    let isize =
+        u32::from_le_bytes([member[n - 4], member[n - 3], member[n - 2], member[n - 1]]) as usize;
     let mut buf = pool.try_recv().unwrap_or_default();
     buf.resize(isize, 0);
     let got = inflater
@@ -388,4 +400,163 @@ fn inflate(inflater: &mut libdeflater::Decompressor, member: &[u8], pool: &Recei
         return Err(bad("CRC mismatch"));
     }
     Ok((buf, got))
+}
+
+/// Compressed bytes the stream splitter holds while looking for the next stream start;
+/// a stream larger than this means a single-stream file, read sequentially from there.
+const MAX_STREAM_CHUNK: usize = 4 << 20;
+
+/// Where the next bzip2 or xz stream starts in `buf`, searching from `from`.
+fn next_stream_start(codec: Compression, buf: &[u8], from: usize) -> Option<usize> {
+    match codec {
+        // "BZh" + block size '1'..'9' + the first block's magic 0x314159265359 ("1AY&SY").
+        Compression::Bzip2 => (from..buf.len().saturating_sub(9)).find(|&i| {
+            buf[i] == b'B'
+                && buf[i + 1] == b'Z'
+                && buf[i + 2] == b'h'
+                && (b'1'..=b'9').contains(&buf[i + 3])
+                && buf[i + 4..i + 10] == *b"1AY&SY"
+        }),
+        // The 6-byte magic, 2 flag bytes (first 0, second a check type 0-15) and the
+        // CRC32 of those flags: 12 bytes that do not occur by chance.
+        Compression::Xz => (from..buf.len().saturating_sub(11)).find(|&i| {
+            buf[i..i + 6] == [0xfd, b'7', b'z', b'X', b'Z', 0]
+                && buf[i + 6] == 0
+                && buf[i + 7] < 16
+                && crc32fast::hash(&buf[i + 6..i + 8]).to_le_bytes() == buf[i + 8..i + 12]
+        }),
+        _ => None,
+    }
+}
+
+impl BlockStream {
+    /// Parallel bzip2 / xz for multi-stream files (tracekit's own, pbzip2's): a splitter
+    /// thread cuts the input at stream starts; `workers` threads decode whole streams
+    /// (stream `i` on worker `i % workers`), taken in turn for order. A stream larger than
+    /// 4 MiB compressed (a single-stream file) is decoded sequentially by the splitter.
+    pub(crate) fn start_parallel_streams(
+        raw: Box<dyn Read + Send>,
+        codec: Compression,
+        workers: usize,
+    ) -> io::Result<BlockStream> {
+        let workers = workers.max(1);
+        let (out_pool_tx, _) = bounded::<Vec<u8>>(1);
+        let mut ready = Vec::with_capacity(workers);
+        let mut job_senders = Vec::with_capacity(workers);
+        let mut threads = Vec::with_capacity(workers + 1);
+        for k in 0..workers {
+            let (job_tx, job_rx) = bounded::<Job>(2);
+            let (out_tx, out_rx) = bounded::<Block>(2);
+            threads.push(
+                std::thread::Builder::new()
+                    .name(format!("tracekit-{codec}-{k}"))
+                    .spawn(move || decode_streams(codec, &job_rx, &out_tx))?,
+            );
+            job_senders.push(job_tx);
+            ready.push(out_rx);
+        }
+        threads.push(
+            std::thread::Builder::new()
+                .name(format!("tracekit-{codec}-split"))
+                .spawn(move || split_streams(raw, codec, &job_senders))?,
+        );
+        Ok(BlockStream {
+            ready,
+            next: 0,
+            pool: out_pool_tx,
+            threads,
+        })
+    }
+}
+
+/// The stream splitter; see [`BlockStream::start_parallel_streams`].
+fn split_streams(mut raw: Box<dyn Read + Send>, codec: Compression, workers: &[Sender<Job>]) {
+    let mut k = 0;
+    let send = |job: Job, k: &mut usize| -> bool {
+        let ok = workers[*k].send(job).is_ok();
+        *k = (*k + 1) % workers.len();
+        ok
+    };
+    let mut buf: Vec<u8> = Vec::with_capacity(2 * MAX_STREAM_CHUNK);
+    let mut searched = 1; // the first stream starts at 0
+    let mut eof = false;
+    loop {
+        // Hand out every complete stream found so far.
+        while let Some(start) = next_stream_start(codec, &buf, searched.max(1)) {
+            let rest = buf.split_off(start);
+            let stream = std::mem::replace(&mut buf, rest);
+            if !send(Job::Member(stream), &mut k) {
+                return;
+            }
+            searched = 1;
+        }
+        searched = buf.len().saturating_sub(11).max(1);
+        if eof {
+            if !buf.is_empty() && !send(Job::Member(std::mem::take(&mut buf)), &mut k) {
+                return;
+            }
+            send(Job::End, &mut k);
+            return;
+        }
+        if buf.len() > MAX_STREAM_CHUNK {
+            // One big stream: decode the rest here, in order.
+            let rest = io::Cursor::new(std::mem::take(&mut buf)).chain(raw);
+            let mut decoder: Box<dyn Read> = match codec {
+                Compression::Bzip2 => Box::new(bzip2::read::MultiBzDecoder::new(rest)),
+                _ => Box::new(liblzma::read::XzDecoder::new_multi_decoder(rest)),
+            };
+            drain(
+                &mut *decoder,
+                || Some(Vec::new()),
+                |b| send(as_job(b), &mut k),
+            );
+            return;
+        }
+        let old = buf.len();
+        buf.resize(old + (1 << 20), 0);
+        match raw.read(&mut buf[old..]) {
+            Ok(0) => {
+                buf.truncate(old);
+                eof = true;
+            }
+            Ok(n) => buf.truncate(old + n),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => buf.truncate(old),
+            Err(e) => {
+                buf.truncate(old);
+                // What is complete so far still goes out first.
+                if !buf.is_empty() {
+                    let _ = send(Job::Member(std::mem::take(&mut buf)), &mut k);
+                }
+                send(Job::Failed(e), &mut k);
+                return;
+            }
+        }
+    }
+}
+
+/// A stream worker: decodes whole bzip2 / xz streams.
+fn decode_streams(codec: Compression, jobs: &Receiver<Job>, out: &Sender<Block>) {
+    while let Ok(job) = jobs.recv() {
+        let block = match job {
+            Job::Member(stream) => {
+                let mut decoded = Vec::with_capacity(stream.len() * 4);
+                let result = match codec {
+                    Compression::Bzip2 => {
+                        bzip2::read::MultiBzDecoder::new(&stream[..]).read_to_end(&mut decoded)
+                    }
+                    _ => liblzma::read::XzDecoder::new_multi_decoder(&stream[..])
+                        .read_to_end(&mut decoded),
+                };
+                // An empty stream reads as the end: only an empty file has one (writers
+                // put data in every stream of a longer file).
+                result.map(|n| (decoded, n))
+            }
+            Job::Ready(buf, len) => Ok((buf, len)),
+            Job::Failed(e) => Err(e),
+            Job::End => Ok((Vec::new(), 0)),
+        };
+        if out.send(block).is_err() {
+            return;
+        }
+    }
 }

@@ -141,14 +141,19 @@ impl Input {
 
     /// Decompresses `raw` (whose content is compressed with `codec`) on a thread of its
     /// own; the new input walks the decompressed bytes. Errors name `raw`'s path.
-        pub fn decompress(raw: Input, codec: Compression) -> Result<Input, Error> {
+    pub fn decompress(raw: Input, codec: Compression) -> Result<Input, Error> {
         Input::decompress_with(raw, codec, 0)
     }
 
-    /// [`Input::decompress`] with a thread count for gzip written by tracekit (members
-    /// with a size field are inflated in parallel); 0 means one per core, 1 reads
-    /// sequentially. Other codecs and other gzip files use one decoder thread.
-    pub fn decompress_with(mut raw: Input, codec: Compression, threads: usize) -> Result<Input, Error> {
+    /// [`Input::decompress`] with a thread count for the codecs that can be decoded in
+    /// parallel: gzip written by tracekit (members with a size field) and multi-stream
+    /// bzip2 and xz (tracekit's, pbzip2's). 0 means one per core, 1 reads sequentially.
+    /// Other gzip files, zstd and lz4 (fast enough on one core) use one decoder thread.
+    pub fn decompress_with(
+        mut raw: Input,
+        codec: Compression,
+        threads: usize,
+    ) -> Result<Input, Error> {
         let path = raw.path.clone();
         let threads = if threads == 0 {
             std::thread::available_parallelism().map_or(1, |n| n.get())
@@ -156,11 +161,13 @@ impl Input {
             threads
         };
         raw.fill(1 << 12)?;
-        let parallel = codec == Compression::Gzip
+        let stream = if codec == Compression::Gzip
             && threads > 1
-            && super::decompress::is_splittable_gzip(raw.available());
-        let stream = if parallel {
+            && super::decompress::is_splittable_gzip(raw.available())
+        {
             BlockStream::start_parallel_gzip(Box::new(raw), threads)
+        } else if matches!(codec, Compression::Bzip2 | Compression::Xz) && threads > 1 {
+            BlockStream::start_parallel_streams(Box::new(raw), codec, threads)
         } else {
             BlockStream::start(Box::new(raw), codec)
         }
