@@ -569,3 +569,27 @@ fn convert_compresses_by_name_or_flag_with_checked_levels() {
     assert_eq!(o.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&o.stderr).contains("gzip levels run from 1 to 9"));
 }
+
+#[test]
+fn closed_stdout_ends_quietly_when_compressing() {
+    let mut child = tracekit()
+        .args(["convert", "--compress", "gzip", "--threads", "2"])
+        .arg(corpus("ndpi__1kxun.pcap"))
+        .arg("-")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    let mut buf = [0u8; 10];
+    std::io::Read::read_exact(&mut stdout, &mut buf).unwrap();
+    assert_eq!(&buf[..2], &[0x1f, 0x8b]);
+    drop(stdout);
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{:?}", out.status);
+    assert!(
+        out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
