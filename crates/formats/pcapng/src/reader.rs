@@ -80,7 +80,6 @@ pub struct PcapngReader {
 
 /// Minimum sizes of the fixed parts of blocks (header and trailer included).
 const EPB_MIN: usize = 32;
-const OPB_MIN: usize = 32;
 const SPB_MIN: usize = 16;
 const IDB_MIN: usize = 20;
 const ISB_MIN: usize = 24;
@@ -378,7 +377,7 @@ impl PcapngReader {
                 let len = self.order.u32(&h[4..8]);
                 let min = match block_type {
                     block::EPB => EPB_MIN,
-                    block::OPB => OPB_MIN,
+                    block::OPB => EPB_MIN,
                     block::SPB => SPB_MIN,
                     block::IDB => IDB_MIN,
                     block::ISB => ISB_MIN,
@@ -403,9 +402,9 @@ impl PcapngReader {
                 )));
             }
             match block_type {
-                block::EPB => return self.enhanced_packet(len).map(Some),
+                block::EPB => return self.packet_block(len, false).map(Some),
                 block::SPB => return self.simple_packet(len).map(Some),
-                block::OPB => return self.obsolete_packet(len).map(Some),
+                block::OPB => return self.packet_block(len, true).map(Some),
                 block::SHB => {
                     let body = b.to_vec();
                     self.add_section(&body, order);
@@ -471,30 +470,46 @@ impl PcapngReader {
         }
     }
 
-    fn enhanced_packet(&mut self, len: usize) -> Result<Found, Error> {
+    /// An Enhanced Packet Block, or the obsolete Packet Block (`obsolete`): the same
+    /// layout but for a 16-bit interface id followed by a 16-bit drop count where the EPB
+    /// has a 32-bit interface id (its drop count is the `epb_dropcount` option).
+    fn packet_block(&mut self, len: usize, obsolete: bool) -> Result<Found, Error> {
+        let what = if obsolete {
+            "Packet Block"
+        } else {
+            "Enhanced Packet Block"
+        };
         let order = self.order;
         let b = &self.input.available()[..len];
-        let local = order.u32(&b[8..12]);
+        let (local, block_drops) = if obsolete {
+            (
+                u32::from(order.u16(&b[8..10])),
+                Some(u64::from(order.u16(&b[10..12]))),
+            )
+        } else {
+            (order.u32(&b[8..12]), None)
+        };
         let units = (u64::from(order.u32(&b[12..16])) << 32) | u64::from(order.u32(&b[16..20]));
         let caplen = order.u32(&b[20..24]) as usize;
         let wire_len = order.u32(&b[24..28]);
         if caplen > len - EPB_MIN {
             return Err(self
                 .malformed(format!(
-                    "Enhanced Packet Block claims {caplen} captured bytes but has room for {}",
+                    "{what} claims {caplen} captured bytes but has room for {}",
                     len - EPB_MIN
                 ))
                 .with_packet(self.packets + 1));
         }
         let opt_at = 28 + padded(caplen);
         let opt_len = (len - 4).saturating_sub(opt_at);
-        let (flags, drops) = if opt_len > 0 {
+        let (flags, option_drops) = if opt_len > 0 {
             packet_flags(&b[opt_at..opt_at + opt_len], order)
         } else {
             (0, 0)
         };
-        let iface = self.global_interface(local, "Enhanced Packet Block")?;
-        if self.last_local != local || self.last_global != iface {
+        let drops = block_drops.unwrap_or(option_drops);
+        let iface = self.global_interface(local, what)?;
+        if !obsolete && (self.last_local != local || self.last_global != iface) {
             self.last_local = local;
             self.last_global = iface;
             self.last_interface = Some(self.interfaces[iface as usize].clocked());
@@ -507,43 +522,6 @@ impl PcapngReader {
             interface: iface,
             direction: direction(flags),
             loss: drops.min(u64::from(u32::MAX)) as u32,
-            kind: PacketKind::Data,
-        };
-        Ok(self.consume_packet(len, 28, caplen, opt_at, opt_len, meta))
-    }
-
-    fn obsolete_packet(&mut self, len: usize) -> Result<Found, Error> {
-        let order = self.order;
-        let b = &self.input.available()[..len];
-        let local = u32::from(order.u16(&b[8..10]));
-        let drops = order.u16(&b[10..12]);
-        let units = (u64::from(order.u32(&b[12..16])) << 32) | u64::from(order.u32(&b[16..20]));
-        let caplen = order.u32(&b[20..24]) as usize;
-        let wire_len = order.u32(&b[24..28]);
-        if caplen > len - OPB_MIN {
-            return Err(self
-                .malformed(format!(
-                    "Packet Block claims {caplen} captured bytes but has room for {}",
-                    len - OPB_MIN
-                ))
-                .with_packet(self.packets + 1));
-        }
-        let opt_at = 28 + padded(caplen);
-        let opt_len = (len - 4).saturating_sub(opt_at);
-        let (flags, _) = if opt_len > 0 {
-            packet_flags(&b[opt_at..opt_at + opt_len], order)
-        } else {
-            (0, 0)
-        };
-        let iface = self.global_interface(local, "Packet Block")?;
-        let info = &self.interfaces[iface as usize];
-        let meta = Meta {
-            ts: info.timestamp(units),
-            wire_len,
-            link: info.link_type,
-            interface: iface,
-            direction: direction(flags),
-            loss: u32::from(drops),
             kind: PacketKind::Data,
         };
         Ok(self.consume_packet(len, 28, caplen, opt_at, opt_len, meta))
