@@ -1,0 +1,462 @@
+//! Classic BPF programs: instructions, validation, and the virtual machine.
+
+use tracekit_core::Error;
+
+/// One classic-BPF instruction, laid out as `struct bpf_insn` / `struct sock_filter`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[repr(C)]
+pub struct Insn {
+    /// Operation code.
+    pub code: u16,
+    /// Jump offset when true.
+    pub jt: u8,
+    /// Jump offset when false.
+    pub jf: u8,
+    /// Constant operand.
+    pub k: u32,
+}
+
+impl Insn {
+    /// An instruction.
+    pub const fn new(code: u16, jt: u8, jf: u8, k: u32) -> Insn {
+        Insn { code, jt, jf, k }
+    }
+}
+
+/// Opcode fields (values of `<pcap/bpf.h>`).
+pub mod op {
+    pub const LD: u16 = 0x00;
+    pub const LDX: u16 = 0x01;
+    pub const ST: u16 = 0x02;
+    pub const STX: u16 = 0x03;
+    pub const ALU: u16 = 0x04;
+    pub const JMP: u16 = 0x05;
+    pub const RET: u16 = 0x06;
+    pub const MISC: u16 = 0x07;
+
+    pub const W: u16 = 0x00;
+    pub const H: u16 = 0x08;
+    pub const B: u16 = 0x10;
+
+    pub const IMM: u16 = 0x00;
+    pub const ABS: u16 = 0x20;
+    pub const IND: u16 = 0x40;
+    pub const MEM: u16 = 0x60;
+    pub const LEN: u16 = 0x80;
+    pub const MSH: u16 = 0xa0;
+
+    pub const ADD: u16 = 0x00;
+    pub const SUB: u16 = 0x10;
+    pub const MUL: u16 = 0x20;
+    pub const DIV: u16 = 0x30;
+    pub const OR: u16 = 0x40;
+    pub const AND: u16 = 0x50;
+    pub const LSH: u16 = 0x60;
+    pub const RSH: u16 = 0x70;
+    pub const NEG: u16 = 0x80;
+    pub const MOD: u16 = 0x90;
+    pub const XOR: u16 = 0xa0;
+
+    pub const JA: u16 = 0x00;
+    pub const JEQ: u16 = 0x10;
+    pub const JGT: u16 = 0x20;
+    pub const JGE: u16 = 0x30;
+    pub const JSET: u16 = 0x40;
+
+    pub const K: u16 = 0x00;
+    pub const X: u16 = 0x08;
+    pub const A: u16 = 0x10;
+
+    pub const TAX: u16 = 0x00;
+    pub const TXA: u16 = 0x80;
+}
+
+/// Scratch memory words.
+pub const MEMWORDS: u32 = 16;
+/// Longest program accepted (the kernel's `BPF_MAXINSNS`).
+pub const MAX_INSNS: usize = 4096;
+/// Instructions one run may execute before the packet is rejected: far more than any
+/// libpcap program needs (its `protochain` loop walks one header per round).
+const MAX_STEPS: u32 = 1 << 20;
+
+/// A validated classic-BPF program: plain data, `Send + Sync`, run from any number of
+/// threads without locks.
+///
+/// ```
+/// use tracekit_filter::{Insn, Program};
+/// // "ret #65535 if the frame's ethertype is IPv4, else ret #0"
+/// let p = Program::new(vec![
+///     Insn::new(0x28, 0, 0, 12),          // ldh [12]
+///     Insn::new(0x15, 0, 1, 0x0800),      // jeq #0x800, L1, L2
+///     Insn::new(0x06, 0, 0, 65535),       // L1: ret #65535
+///     Insn::new(0x06, 0, 0, 0),           // L2: ret #0
+/// ])?;
+/// let mut frame = [0u8; 60];
+/// frame[12] = 0x08;
+/// assert!(p.matches(&frame, 60));
+/// frame[12] = 0x86;
+/// assert!(!p.matches(&frame, 60));
+/// # Ok::<(), tracekit_core::Error>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Program {
+    insns: Vec<Insn>,
+}
+
+impl Program {
+    /// Validates `insns` as the kernel's classic-BPF checker does: 1 to 4096 instructions,
+    /// known opcodes only, every jump inside the program, scratch memory index below 16,
+    /// no division or modulo by a constant 0, shifts by a constant below 32, and the last
+    /// instruction a return. Unlike the kernel (and like libpcap's own user-space filter),
+    /// an unconditional jump may go backwards: libpcap's `protochain` loops that way. The
+    /// VM bounds the instructions it executes, so every run ends.
+    pub fn new(insns: Vec<Insn>) -> Result<Program, Error> {
+        use op::*;
+        let n = insns.len();
+        if n == 0 || n > MAX_INSNS {
+            return Err(Error::invalid_argument(format!(
+                "a BPF program has 1 to {MAX_INSNS} instructions, not {n}"
+            )));
+        }
+        let bad = |pc: usize, why: &str| {
+            Err(Error::invalid_argument(format!(
+                "BPF instruction {pc}: {why}"
+            )))
+        };
+        for (pc, i) in insns.iter().enumerate() {
+            let class = i.code & 0x07;
+            match class {
+                LD | LDX => {
+                    let mode = i.code & 0xe0;
+                    let size = i.code & 0x18;
+                    let ok = match (class, mode) {
+                        (LD, ABS) | (LD, IND) => matches!(size, W | H | B),
+                        (LD, IMM) | (LD, LEN) | (LDX, IMM) | (LDX, LEN) => size == W,
+                        (LD, MEM) | (LDX, MEM) => {
+                            if size != W {
+                                false
+                            } else if i.k >= MEMWORDS {
+                                return bad(pc, "scratch memory index out of range");
+                            } else {
+                                true
+                            }
+                        }
+                        (LDX, MSH) => size == B,
+                        _ => false,
+                    };
+                    if !ok {
+                        return bad(pc, &format!("unknown load opcode {:#06x}", i.code));
+                    }
+                }
+                ST | STX => {
+                    if i.code & !0x07 != 0 {
+                        return bad(pc, &format!("unknown store opcode {:#06x}", i.code));
+                    }
+                    if i.k >= MEMWORDS {
+                        return bad(pc, "scratch memory index out of range");
+                    }
+                }
+                ALU => {
+                    let o = i.code & 0xf0;
+                    let src = i.code & 0x08;
+                    if i.code & !0xf8 & !0x07 != 0
+                        || !matches!(
+                            o,
+                            ADD | SUB | MUL | DIV | OR | AND | LSH | RSH | NEG | MOD | XOR
+                        )
+                    {
+                        return bad(pc, &format!("unknown ALU opcode {:#06x}", i.code));
+                    }
+                    if src == K && matches!(o, DIV | MOD) && i.k == 0 {
+                        return bad(pc, "division by a constant 0");
+                    }
+                    if src == K && matches!(o, LSH | RSH) && i.k >= 32 {
+                        return bad(pc, "shift by 32 or more");
+                    }
+                }
+                JMP => {
+                    let o = i.code & 0xf0;
+                    if i.code & !0xf8 & !0x07 != 0 || !matches!(o, JA | JEQ | JGT | JGE | JSET) {
+                        return bad(pc, &format!("unknown jump opcode {:#06x}", i.code));
+                    }
+                    let next = pc + 1;
+                    let in_range = if o == JA {
+                        // libpcap's `protochain` loops with a backward `ja` (a wrapped
+                        // offset); the target must still be inside the program.
+                        ((next as u32).wrapping_add(i.k) as usize) < n
+                    } else {
+                        next + usize::from(i.jt) < n && next + usize::from(i.jf) < n
+                    };
+                    if !in_range {
+                        return bad(pc, "jump out of the program");
+                    }
+                }
+                RET => {
+                    if !matches!(i.code & 0x18, K | A) || i.code & !0x1f != 0 {
+                        return bad(pc, &format!("unknown return opcode {:#06x}", i.code));
+                    }
+                }
+                _ => {
+                    if !matches!(i.code, 0x07 | 0x87) {
+                        return bad(pc, &format!("unknown opcode {:#06x}", i.code));
+                    }
+                }
+            }
+        }
+        if insns[n - 1].code & 0x07 != RET {
+            return bad(n - 1, "the program does not end in a return");
+        }
+        Ok(Program { insns })
+    }
+
+    /// The instructions.
+    pub fn insns(&self) -> &[Insn] {
+        &self.insns
+    }
+
+    /// Whether the program accepts a packet (returns non-zero).
+    #[inline]
+    pub fn matches(&self, data: &[u8], wire_len: u32) -> bool {
+        self.run(data, wire_len) != 0
+    }
+
+    /// Runs the program over a packet's captured bytes; `len`, `greater` and `less` see
+    /// `wire_len`. The result is the snap length the program asks for, 0 to reject. A load
+    /// past the captured bytes rejects the packet, as in libpcap and the kernel.
+    pub fn run(&self, p: &[u8], wire_len: u32) -> u32 {
+        use op::*;
+        let (mut a, mut x) = (0u32, 0u32);
+        let mut mem = [0u32; MEMWORDS as usize];
+        let mut pc = 0usize;
+        let insns = &self.insns[..];
+        let mut budget = MAX_STEPS;
+        loop {
+            // Validation keeps pc in range; the budget ends loops (backward jumps).
+            let Some(i) = insns.get(pc) else { return 0 };
+            budget -= 1;
+            if budget == 0 {
+                return 0;
+            }
+            pc += 1;
+            match i.code {
+                // loads
+                0x20 => match load(p, i.k as usize, 4) {
+                    Some(v) => a = v,
+                    None => return 0,
+                },
+                0x28 => match load(p, i.k as usize, 2) {
+                    Some(v) => a = v,
+                    None => return 0,
+                },
+                0x30 => match load(p, i.k as usize, 1) {
+                    Some(v) => a = v,
+                    None => return 0,
+                },
+                0x40 | 0x48 | 0x50 => {
+                    let size = match i.code {
+                        0x40 => 4,
+                        0x48 => 2,
+                        _ => 1,
+                    };
+                    let Some(at) = (x as usize).checked_add(i.k as usize) else {
+                        return 0;
+                    };
+                    match load(p, at, size) {
+                        Some(v) => a = v,
+                        None => return 0,
+                    }
+                }
+                0x00 => a = i.k,
+                0x01 => x = i.k,
+                0x80 => a = wire_len,
+                0x81 => x = wire_len,
+                0x60 => a = mem[(i.k & 0xf) as usize],
+                0x61 => x = mem[(i.k & 0xf) as usize],
+                0xb1 => match p.get(i.k as usize) {
+                    Some(b) => x = u32::from(b & 0xf) << 2,
+                    None => return 0,
+                },
+                // stores
+                0x02 => mem[(i.k & 0xf) as usize] = a,
+                0x03 => mem[(i.k & 0xf) as usize] = x,
+                // returns
+                0x06 => return i.k,
+                0x16 => return a,
+                // misc
+                0x07 => x = a,
+                0x87 => a = x,
+                code if code & 0x07 == ALU => {
+                    let v = if code & 0x08 == X { x } else { i.k };
+                    a = match code & 0xf0 {
+                        ADD => a.wrapping_add(v),
+                        SUB => a.wrapping_sub(v),
+                        MUL => a.wrapping_mul(v),
+                        DIV => {
+                            if v == 0 {
+                                return 0;
+                            }
+                            a / v
+                        }
+                        MOD => {
+                            if v == 0 {
+                                return 0;
+                            }
+                            a % v
+                        }
+                        OR => a | v,
+                        AND => a & v,
+                        XOR => a ^ v,
+                        LSH => {
+                            if v < 32 {
+                                a << v
+                            } else {
+                                0
+                            }
+                        }
+                        RSH => {
+                            if v < 32 {
+                                a >> v
+                            } else {
+                                0
+                            }
+                        }
+                        NEG => a.wrapping_neg(),
+                        _ => return 0,
+                    };
+                }
+                code if code & 0x07 == JMP => {
+                    let o = code & 0xf0;
+                    if o == JA {
+                        pc = (pc as u32).wrapping_add(i.k) as usize;
+                        continue;
+                    }
+                    let v = if code & 0x08 == X { x } else { i.k };
+                    let taken = match o {
+                        JEQ => a == v,
+                        JGT => a > v,
+                        JGE => a >= v,
+                        JSET => a & v != 0,
+                        _ => return 0,
+                    };
+                    pc += usize::from(if taken { i.jt } else { i.jf });
+                }
+                _ => return 0,
+            }
+        }
+    }
+}
+
+/// A big-endian load of `size` bytes at `at`, if the captured bytes hold it.
+#[inline(always)]
+fn load(p: &[u8], at: usize, size: usize) -> Option<u32> {
+    let b = p.get(at..at.checked_add(size)?)?;
+    Some(match size {
+        4 => u32::from_be_bytes([b[0], b[1], b[2], b[3]]),
+        2 => u32::from(u16::from_be_bytes([b[0], b[1]])),
+        _ => u32::from(b[0]),
+    })
+}
+
+/// Parses `tcpdump -ddd` output: the instruction count on the first line, then one
+/// `code jt jf k` line (decimal) per instruction.
+pub fn parse_ddd(text: &str) -> Result<Vec<Insn>, Error> {
+    let mut lines = text.lines().map(str::trim).filter(|l| !l.is_empty());
+    let count: usize = lines.next().and_then(|l| l.parse().ok()).ok_or_else(|| {
+        Error::invalid_argument("tcpdump -ddd output starts with the instruction count")
+    })?;
+    let mut insns = Vec::with_capacity(count);
+    for (n, line) in lines.enumerate() {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        let parse = || -> Option<Insn> {
+            Some(Insn::new(
+                f.first()?.parse().ok()?,
+                f.get(1)?.parse().ok()?,
+                f.get(2)?.parse().ok()?,
+                f.get(3)?.parse().ok()?,
+            ))
+        };
+        match (f.len(), parse()) {
+            (4, Some(i)) => insns.push(i),
+            _ => {
+                return Err(Error::invalid_argument(format!(
+                    "tcpdump -ddd line {}: expected `code jt jf k`, found `{line}`",
+                    n + 2
+                )));
+            }
+        }
+    }
+    if insns.len() != count {
+        return Err(Error::invalid_argument(format!(
+            "tcpdump -ddd output announces {count} instructions but has {}",
+            insns.len()
+        )));
+    }
+    Ok(insns)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn validation_rejects_what_the_kernel_rejects() {
+        let ret = Insn::new(0x06, 0, 0, 1);
+        assert!(Program::new(vec![]).is_err());
+        assert!(
+            Program::new(vec![Insn::new(0x00, 0, 0, 1)]).is_err(),
+            "no return"
+        );
+        assert!(
+            Program::new(vec![Insn::new(0x15, 5, 0, 1), ret]).is_err(),
+            "jump out"
+        );
+        assert!(
+            Program::new(vec![Insn::new(0x05, 0, 0, 3), ret]).is_err(),
+            "ja out"
+        );
+        // a backward ja (protochain) is fine, and an endless loop ends
+        let looping = Program::new(vec![Insn::new(0x05, 0, 0, u32::MAX), ret]).unwrap();
+        assert_eq!(looping.run(&[0; 4], 4), 0);
+        assert!(
+            Program::new(vec![Insn::new(0x02, 0, 0, 16), ret]).is_err(),
+            "scratch index"
+        );
+        assert!(
+            Program::new(vec![Insn::new(0x34, 0, 0, 0), ret]).is_err(),
+            "div by 0"
+        );
+        assert!(
+            Program::new(vec![Insn::new(0xff, 0, 0, 0), ret]).is_err(),
+            "unknown"
+        );
+        assert!(Program::new(vec![Insn::new(0x34, 0, 0, 2), ret]).is_ok());
+    }
+
+    #[test]
+    fn wire_length_and_loads_past_the_capture() {
+        // ld len; jge #100 -> ret 1 else ret 0
+        let p = Program::new(vec![
+            Insn::new(0x80, 0, 0, 0),
+            Insn::new(0x35, 0, 1, 100),
+            Insn::new(0x06, 0, 0, 1),
+            Insn::new(0x06, 0, 0, 0),
+        ])
+        .unwrap();
+        assert!(p.matches(&[0; 10], 100));
+        assert!(!p.matches(&[0; 200], 99));
+        // a load past the captured bytes rejects
+        let q = Program::new(vec![Insn::new(0x20, 0, 0, 8), Insn::new(0x06, 0, 0, 1)]).unwrap();
+        assert!(!q.matches(&[0; 11], 1000));
+        assert!(q.matches(&[0; 12], 12));
+    }
+
+    #[test]
+    fn ddd_round_trip() {
+        let text = "4\n40 0 0 12\n21 0 1 2048\n6 0 0 262144\n6 0 0 0\n";
+        let insns = parse_ddd(text).unwrap();
+        assert_eq!(insns[1], Insn::new(21, 0, 1, 2048));
+        assert!(Program::new(insns).is_ok());
+        assert!(parse_ddd("3\n40 0 0 12\n").is_err());
+        assert!(parse_ddd("1\n40 0 zero 12\n").is_err());
+    }
+}
