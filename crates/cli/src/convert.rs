@@ -32,6 +32,9 @@ pub struct ConvertArgs {
     /// Output format (default: from the output name; pcap for standard output).
     #[arg(long, value_parser = parse_format)]
     format: Option<Format>,
+    /// Copy only the packets matching this tcpdump filter expression.
+    #[arg(short = 'f', long = "filter", value_name = "EXPR")]
+    filter: Option<String>,
     /// Output time stamp resolution (default: the input's).
     #[arg(long, value_enum)]
     ts_resolution: Option<Resolution>,
@@ -86,6 +89,9 @@ fn check_not_same_file(input: &str, output: &str) -> Result<()> {
 pub fn run(args: ConvertArgs) -> Result<Outcome> {
     check_not_same_file(&args.input, &args.output)?;
     let mut source = tracekit::open(&args.input)?;
+    if let Some(expr) = &args.filter {
+        source = source.with_filter(expr)?;
+    }
     let input_res = source.ts_resolution();
     let (resolution, allow_loss) = match args.ts_resolution {
         Some(Resolution::Us) => (TsResolution::MICRO, true),

@@ -14,7 +14,7 @@ use crate::timefmt;
 /// Print format, compression, link types, packet and byte counts, time span and snap
 /// length of each trace.
 ///
-/// Example: `tracekit info --json samples/sample.pcap`
+/// Example: `tracekit info --json -f "tcp port 443" samples/sample.pcap`
 #[derive(Args)]
 pub struct InfoArgs {
     /// Print one JSON object per file (keys: file, format, compression, link_types,
@@ -22,6 +22,9 @@ pub struct InfoArgs {
     /// snaplen; time stamps in integer nanoseconds since the epoch).
     #[arg(long)]
     json: bool,
+    /// Count only the packets matching this tcpdump filter expression.
+    #[arg(short = 'f', long = "filter", value_name = "EXPR")]
+    filter: Option<String>,
     /// Trace files (`-` for standard input).
     #[arg(required = true)]
     files: Vec<String>,
@@ -46,7 +49,11 @@ pub fn run(args: InfoArgs) -> Result<Outcome> {
     let mut outcome = Outcome::Ok;
     let stdout = std::io::stdout();
     for (i, file) in args.files.iter().enumerate() {
-        let mut source = match tracekit::open(file) {
+        let opened = tracekit::open(file).and_then(|s| match &args.filter {
+            Some(expr) => s.with_filter(expr),
+            None => Ok(s),
+        });
+        let mut source = match opened {
             Ok(s) => s,
             Err(e) => {
                 eprintln!("tracekit info: {e}");

@@ -54,6 +54,8 @@ pub use tracekit_core::{
     Meta, OwnedPacket, Packet, PacketKind, PacketOptions, SinkReport, Stats, Timestamp,
     TsResolution,
 };
+pub use tracekit_filter::Filter;
 pub use {
-    tracekit_core as core, tracekit_erf as erf, tracekit_pcap as pcap, tracekit_pcapng as pcapng,
+    tracekit_core as core, tracekit_erf as erf, tracekit_filter as filter, tracekit_pcap as pcap,
+    tracekit_pcapng as pcapng,
 };

@@ -5,6 +5,7 @@ use std::path::Path;
 use tracekit_core::io::{Compression, Input, ReadMode};
 use tracekit_core::{CaptureSource, Error, InterfaceInfo, LinkType, Packet, Stats, TsResolution};
 use tracekit_erf::{ErfReader, ErfReaderOptions};
+use tracekit_filter::Filter;
 use tracekit_pcap::PcapReader;
 use tracekit_pcapng::{PcapngReader, PcapngReaderOptions};
 
@@ -52,6 +53,8 @@ pub enum Metadata {
 pub struct Source {
     kind: SourceKind,
     compression: Compression,
+    filter: Option<Filter>,
+    filtered: u64,
 }
 
 enum SourceKind {
@@ -139,10 +142,40 @@ pub fn open_with(uri: &str, options: &OpenOptions) -> Result<Source, Error> {
             },
         )),
     };
-    Ok(Source { kind, compression })
+    Ok(Source {
+        kind,
+        compression,
+        filter: None,
+        filtered: 0,
+    })
 }
 
 impl Source {
+    /// Keeps only the packets that match a tcpdump filter expression (compiled by
+    /// libpcap once per link type met; needs the `libpcap` feature). Metadata records
+    /// never match. Filtered-out packets are counted in [`Stats::filtered`].
+    ///
+    /// ```no_run
+    /// use tracekit::CaptureSource;
+    /// let mut web = tracekit::open("trace.pcapng")?.with_filter("tcp port 80")?;
+    /// while let Some(p) = web.next_packet()? {
+    ///     println!("{} bytes", p.caplen());
+    /// }
+    /// println!("{} packets filtered out", web.stats().filtered);
+    /// # Ok::<(), tracekit::Error>(())
+    /// ```
+    pub fn with_filter(self, expr: &str) -> Result<Source, Error> {
+        let snaplen = self.snaplen().filter(|s| *s != 0).unwrap_or(262_144);
+        Ok(self.with_filter_program(Filter::new(expr, snaplen)?))
+    }
+
+    /// Keeps only the packets a prepared [`Filter`] accepts (e.g. from `tcpdump -ddd`
+    /// output, for builds without libpcap).
+    pub fn with_filter_program(mut self, filter: Filter) -> Source {
+        self.filter = Some(filter);
+        self
+    }
+
     /// The trace format.
     pub fn format(&self) -> Format {
         match &self.kind {
@@ -323,19 +356,35 @@ impl Source {
 impl CaptureSource for Source {
     #[inline]
     fn next_packet(&mut self) -> Result<Option<Packet<'_>>, Error> {
+        let Some(filter) = self.filter.as_mut() else {
+            return match &mut self.kind {
+                SourceKind::Pcap(r) => r.next_packet(),
+                SourceKind::Pcapng(r) => r.next_packet(),
+                SourceKind::Erf(r) => r.next_packet(),
+            };
+        };
+        let filtered = &mut self.filtered;
+        let mut keep = |p: &Packet<'_>| -> Result<bool, Error> {
+            let pass = filter.matches(p)?;
+            *filtered += u64::from(!pass);
+            Ok(pass)
+        };
         match &mut self.kind {
-            SourceKind::Pcap(r) => r.next_packet(),
-            SourceKind::Pcapng(r) => r.next_packet(),
-            SourceKind::Erf(r) => r.next_packet(),
+            SourceKind::Pcap(r) => r.next_matching(&mut keep),
+            SourceKind::Pcapng(r) => r.next_matching(&mut keep),
+            SourceKind::Erf(r) => r.next_matching(&mut keep),
         }
     }
 
     fn stats(&self) -> Stats {
-        match &self.kind {
+        let mut stats = match &self.kind {
             SourceKind::Pcap(r) => r.stats(),
             SourceKind::Pcapng(r) => r.stats(),
             SourceKind::Erf(r) => r.stats(),
-        }
+        };
+        stats.filtered = self.filtered;
+        stats.captured = stats.received.saturating_sub(self.filtered);
+        stats
     }
 }
 

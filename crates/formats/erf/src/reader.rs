@@ -119,6 +119,29 @@ impl ErfReader {
     /// The next record, borrowed until the next call.
     #[inline]
     pub fn next_packet(&mut self) -> Result<Option<Packet<'_>>, Error> {
+        Ok(self
+            .next_record()?
+            .map(|(start, len, meta)| Packet::new(self.input.window(start, len), meta)))
+    }
+
+    /// The next record for which `keep` says yes (a filter), borrowed until the next call.
+    #[inline]
+    pub fn next_matching(
+        &mut self,
+        keep: &mut dyn FnMut(&Packet<'_>) -> Result<bool, Error>,
+    ) -> Result<Option<Packet<'_>>, Error> {
+        while let Some((start, len, meta)) = self.next_record()? {
+            if keep(&Packet::new(self.input.window(start, len), meta))? {
+                return Ok(Some(Packet::new(self.input.window(start, len), meta)));
+            }
+        }
+        Ok(None)
+    }
+
+    /// The next record: where its handed-out bytes are in the input window, and its
+    /// metadata.
+    #[inline]
+    fn next_record(&mut self) -> Result<Option<(usize, usize, Meta)>, Error> {
         loop {
             if self.done {
                 return Ok(None);
@@ -240,10 +263,7 @@ impl ErfReader {
             let start = self.input.window_pos();
             self.input.consume(rlen);
             self.packets += 1;
-            return Ok(Some(Packet::new(
-                self.input.window(start + data_at, caplen),
-                meta,
-            )));
+            return Ok(Some((start + data_at, caplen, meta)));
         }
     }
 }

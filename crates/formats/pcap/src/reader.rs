@@ -159,6 +159,28 @@ impl PcapReader {
     /// The next packet, borrowed from the input buffer until the next call.
     #[inline]
     pub fn next_packet(&mut self) -> Result<Option<Packet<'_>>, Error> {
+        Ok(self
+            .next_record()?
+            .map(|(start, caplen, meta)| Packet::new(self.input.window(start, caplen), meta)))
+    }
+
+    /// The next packet for which `keep` says yes (a filter), borrowed until the next call.
+    #[inline]
+    pub fn next_matching(
+        &mut self,
+        keep: &mut dyn FnMut(&Packet<'_>) -> Result<bool, Error>,
+    ) -> Result<Option<Packet<'_>>, Error> {
+        while let Some((start, caplen, meta)) = self.next_record()? {
+            if keep(&Packet::new(self.input.window(start, caplen), meta))? {
+                return Ok(Some(Packet::new(self.input.window(start, caplen), meta)));
+            }
+        }
+        Ok(None)
+    }
+
+    /// The next record: where its bytes are in the input window, and its metadata.
+    #[inline]
+    fn next_record(&mut self) -> Result<Option<(usize, usize, Meta)>, Error> {
         if self.done {
             return Ok(None);
         }
@@ -222,10 +244,7 @@ impl PcapReader {
             loss: 0,
             kind: PacketKind::Data,
         };
-        Ok(Some(Packet::new(
-            self.input.window(start, caplen as usize),
-            meta,
-        )))
+        Ok(Some((start, caplen as usize, meta)))
     }
 
     #[cold]

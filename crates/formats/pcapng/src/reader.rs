@@ -173,17 +173,38 @@ impl PcapngReader {
     /// The next packet (or metadata record, when asked for), borrowed until the next call.
     #[inline]
     pub fn next_packet(&mut self) -> Result<Option<Packet<'_>>, Error> {
-        if let Some((start, caplen, meta, options)) = self.fast_enhanced_packet()? {
-            let options = (options.1 > 0)
-                .then(|| PacketOptions::new(self.input.window(options.0, options.1), self.order));
-            return Ok(Some(
-                Packet::new(self.input.window(start, caplen), meta).with_options(options),
-            ));
-        }
-        match self.next_block(self.options.deliver_meta)? {
+        match self.next_found()? {
             Some(found) => Ok(Some(self.lend(found))),
             None => Ok(None),
         }
+    }
+
+    /// The next packet for which `keep` says yes (a filter), borrowed until the next call.
+    #[inline]
+    pub fn next_matching(
+        &mut self,
+        keep: &mut dyn FnMut(&Packet<'_>) -> Result<bool, Error>,
+    ) -> Result<Option<Packet<'_>>, Error> {
+        while let Some(found) = self.next_found()? {
+            if keep(&self.lend(found))? {
+                return Ok(Some(self.lend(found)));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Where the next packet's bytes are: the fast path first, then the general loop.
+    #[inline]
+    fn next_found(&mut self) -> Result<Option<Found>, Error> {
+        if let Some((start, caplen, meta, options)) = self.fast_enhanced_packet()? {
+            return Ok(Some(Found {
+                data: (start, caplen),
+                options,
+                order: self.order,
+                meta,
+            }));
+        }
+        self.next_block(self.options.deliver_meta)
     }
 
     /// The common case, taken without the general block loop: an Enhanced Packet Block on
@@ -661,6 +682,7 @@ impl PcapngReader {
 }
 
 /// Where a found block's bytes are in the input window.
+#[derive(Clone, Copy)]
 struct Found {
     data: (usize, usize),
     options: (usize, usize),
