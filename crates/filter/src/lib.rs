@@ -43,6 +43,7 @@ pub fn compile(expr: &str, link: LinkType, snaplen: u32) -> Result<Program, Erro
 #[derive(Debug, Clone)]
 pub struct Filter {
     expr: Option<String>,
+    #[cfg_attr(not(feature = "libpcap"), allow(dead_code))]
     snaplen: u32,
     fixed: Option<Program>,
     programs: Vec<(LinkType, Program)>,

@@ -73,6 +73,22 @@ pub mod op {
 
 /// Scratch memory words.
 pub const MEMWORDS: u32 = 16;
+
+/// Every opcode the VM (and libpcap's interpreter) knows, in its one canonical encoding:
+/// an opcode with stray bits (say `ja` with the X bit) is rejected, not guessed at.
+const VALID_CODES: &[u16] = &[
+    // ld: #k, w/h/b [k], w/h/b [x+k], M[k], len
+    0x00, 0x20, 0x28, 0x30, 0x40, 0x48, 0x50, 0x60, 0x80,
+    // ldx: #k, M[k], len, 4*([k]&0xf)
+    0x01, 0x61, 0x81, 0xb1, // st, stx
+    0x02, 0x03,
+    // alu: add sub mul div or and lsh rsh (k, x), neg, mod (k, x), xor (k, x)
+    0x04, 0x0c, 0x14, 0x1c, 0x24, 0x2c, 0x34, 0x3c, 0x44, 0x4c, 0x54, 0x5c, 0x64, 0x6c, 0x74, 0x7c,
+    0x84, 0x94, 0x9c, 0xa4, 0xac, // jmp: ja, jeq jgt jge jset (k, x)
+    0x05, 0x15, 0x1d, 0x25, 0x2d, 0x35, 0x3d, 0x45, 0x4d, // ret #k, ret a
+    0x06, 0x16, // tax, txa
+    0x07, 0x87,
+];
 /// Longest program accepted (the kernel's `BPF_MAXINSNS`).
 pub const MAX_INSNS: usize = 4096;
 /// Instructions one run may execute before the packet is rejected: far more than any
@@ -124,63 +140,21 @@ impl Program {
             )))
         };
         for (pc, i) in insns.iter().enumerate() {
-            let class = i.code & 0x07;
-            match class {
-                LD | LDX => {
-                    let mode = i.code & 0xe0;
-                    let size = i.code & 0x18;
-                    let ok = match (class, mode) {
-                        (LD, ABS) | (LD, IND) => matches!(size, W | H | B),
-                        (LD, IMM) | (LD, LEN) | (LDX, IMM) | (LDX, LEN) => size == W,
-                        (LD, MEM) | (LDX, MEM) => {
-                            if size != W {
-                                false
-                            } else if i.k >= MEMWORDS {
-                                return bad(pc, "scratch memory index out of range");
-                            } else {
-                                true
-                            }
-                        }
-                        (LDX, MSH) => size == B,
-                        _ => false,
-                    };
-                    if !ok {
-                        return bad(pc, &format!("unknown load opcode {:#06x}", i.code));
-                    }
+            if !VALID_CODES.contains(&i.code) {
+                return bad(pc, &format!("unknown opcode {:#06x}", i.code));
+            }
+            match i.code {
+                // ld/ldx M[k], st/stx M[k]
+                0x60 | 0x61 | 0x02 | 0x03 if i.k >= MEMWORDS => {
+                    return bad(pc, "scratch memory index out of range");
                 }
-                ST | STX => {
-                    if i.code & !0x07 != 0 {
-                        return bad(pc, &format!("unknown store opcode {:#06x}", i.code));
-                    }
-                    if i.k >= MEMWORDS {
-                        return bad(pc, "scratch memory index out of range");
-                    }
-                }
-                ALU => {
-                    let o = i.code & 0xf0;
-                    let src = i.code & 0x08;
-                    if i.code & !0xf8 & !0x07 != 0
-                        || !matches!(
-                            o,
-                            ADD | SUB | MUL | DIV | OR | AND | LSH | RSH | NEG | MOD | XOR
-                        )
-                    {
-                        return bad(pc, &format!("unknown ALU opcode {:#06x}", i.code));
-                    }
-                    if src == K && matches!(o, DIV | MOD) && i.k == 0 {
-                        return bad(pc, "division by a constant 0");
-                    }
-                    if src == K && matches!(o, LSH | RSH) && i.k >= 32 {
-                        return bad(pc, "shift by 32 or more");
-                    }
-                }
-                JMP => {
-                    let o = i.code & 0xf0;
-                    if i.code & !0xf8 & !0x07 != 0 || !matches!(o, JA | JEQ | JGT | JGE | JSET) {
-                        return bad(pc, &format!("unknown jump opcode {:#06x}", i.code));
-                    }
+                // div/mod #0
+                0x34 | 0x94 if i.k == 0 => return bad(pc, "division by a constant 0"),
+                // lsh/rsh #k
+                0x64 | 0x74 if i.k >= 32 => return bad(pc, "shift by 32 or more"),
+                code if code & 0x07 == JMP => {
                     let next = pc + 1;
-                    let in_range = if o == JA {
+                    let in_range = if code == 0x05 {
                         // libpcap's `protochain` loops with a backward `ja` (a wrapped
                         // offset); the target must still be inside the program.
                         ((next as u32).wrapping_add(i.k) as usize) < n
@@ -191,16 +165,7 @@ impl Program {
                         return bad(pc, "jump out of the program");
                     }
                 }
-                RET => {
-                    if !matches!(i.code & 0x18, K | A) || i.code & !0x1f != 0 {
-                        return bad(pc, &format!("unknown return opcode {:#06x}", i.code));
-                    }
-                }
-                _ => {
-                    if !matches!(i.code, 0x07 | 0x87) {
-                        return bad(pc, &format!("unknown opcode {:#06x}", i.code));
-                    }
-                }
+                _ => {}
             }
         }
         if insns[n - 1].code & 0x07 != RET {
@@ -212,6 +177,14 @@ impl Program {
     /// The instructions.
     pub fn insns(&self) -> &[Insn] {
         &self.insns
+    }
+
+    /// Whether the program can read a scratch memory word before storing it. The kernel's
+    /// checker refuses such programs; libpcap's interpreter reads stack garbage for them.
+    /// tracekit's VM starts with zeroed scratch memory, so its verdicts stay deterministic
+    /// (libpcap 1.10 itself emits such a program for `pppoes` on radiotap).
+    pub fn reads_unset_memory(&self) -> bool {
+        check_memory_use(&self.insns).is_err()
     }
 
     /// Whether the program accepts a packet (returns non-zero).
@@ -346,6 +319,44 @@ impl Program {
     }
 }
 
+/// Rejects a program that can read a scratch memory word before storing it, as the
+/// kernel's checker does (libpcap's interpreter would read stack garbage). The words
+/// surely written when reaching each instruction are the intersection over the paths
+/// into it; a backward `ja` cannot add a word there (stores only add), so it is left out.
+fn check_memory_use(insns: &[Insn]) -> Result<(), Error> {
+    let n = insns.len();
+    let mut written = vec![u16::MAX; n];
+    written[0] = 0;
+    for (pc, i) in insns.iter().enumerate() {
+        let mut state = written[pc];
+        match i.code {
+            0x60 | 0x61 if state & (1 << i.k) == 0 => {
+                return Err(Error::invalid_argument(format!(
+                    "BPF instruction {pc}: reads scratch memory M[{}] before anything is stored there",
+                    i.k
+                )));
+            }
+            0x02 | 0x03 => state |= 1 << i.k,
+            _ => {}
+        }
+        let mut flow = |target: usize| {
+            if target < n && target > pc {
+                written[target] &= state;
+            }
+        };
+        match i.code {
+            0x06 | 0x16 => {}
+            0x05 => flow(((pc as u32 + 1).wrapping_add(i.k)) as usize),
+            code if code & 0x07 == op::JMP => {
+                flow(pc + 1 + usize::from(i.jt));
+                flow(pc + 1 + usize::from(i.jf));
+            }
+            _ => flow(pc + 1),
+        }
+    }
+    Ok(())
+}
+
 /// A big-endian load of `size` bytes at `at`, if the captured bytes hold it.
 #[inline(always)]
 fn load(p: &[u8], at: usize, size: usize) -> Option<u32> {
@@ -430,6 +441,33 @@ mod tests {
             "unknown"
         );
         assert!(Program::new(vec![Insn::new(0x34, 0, 0, 2), ret]).is_ok());
+        assert!(
+            Program::new(vec![Insn::new(0x0d, 0, 0, 0), ret]).is_err(),
+            "ja with the X bit"
+        );
+        // M[2] read before any store; after a store it is fine
+        assert!(
+            Program::new(vec![Insn::new(0x60, 0, 0, 2), ret])
+                .unwrap()
+                .reads_unset_memory()
+        );
+        assert!(
+            !Program::new(vec![
+                Insn::new(0x02, 0, 0, 2),
+                Insn::new(0x60, 0, 0, 2),
+                ret
+            ])
+            .unwrap()
+            .reads_unset_memory()
+        );
+        // a store on only one branch does not count
+        let one_branch = vec![
+            Insn::new(0x15, 0, 1, 0),
+            Insn::new(0x02, 0, 0, 3),
+            Insn::new(0x60, 0, 0, 3),
+            ret,
+        ];
+        assert!(Program::new(one_branch).unwrap().reads_unset_memory());
     }
 
     #[test]
