@@ -175,5 +175,26 @@ fn formats(c: &mut Criterion) {
     }
 }
 
-criterion_group!(benches, t1, formats);
+/// The filter VM: T1 with `tcp port 80 or udp port 53` against T1 without a filter, on
+/// the same packets (the difference is the VM's cost per packet).
+fn filter(c: &mut Criterion) {
+    for (name, snaplen) in [("tcp.pcap", 65535u32), ("tcp-snap96.pcap", 96)] {
+        let path = input(name, snaplen);
+        let mut group = c.benchmark_group(format!("filter/{name}"));
+        group.sample_size(20);
+        group.throughput(Throughput::Elements(
+            t1_count(&path, ReadMode::Auto).unwrap().0,
+        ));
+        group.bench_function("no_filter", |b| {
+            b.iter(|| black_box(t1_count(&path, ReadMode::Auto).unwrap()))
+        });
+        let expr = "tcp port 80 or udp port 53";
+        group.bench_function("tcp_port_80_or_udp_port_53", |b| {
+            b.iter(|| black_box(tracekit_bench::tasks::t1_count_filtered(&path, expr).unwrap()))
+        });
+        group.finish();
+    }
+}
+
+criterion_group!(benches, t1, formats, filter);
 criterion_main!(benches);

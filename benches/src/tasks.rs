@@ -22,3 +22,14 @@ pub fn t1_count_with(uri: &str, mode: ReadMode, threads: usize) -> Result<(u64, 
     }
     Ok((packets, bytes))
 }
+
+/// Task T1 over the packets a tcpdump filter expression accepts.
+pub fn t1_count_filtered(uri: &str, expr: &str) -> Result<(u64, u64), Error> {
+    let mut source = tracekit::open(uri)?.with_filter(expr)?;
+    let (mut packets, mut bytes) = (0u64, 0u64);
+    while let Some(p) = source.next_packet()? {
+        packets += 1;
+        bytes += p.caplen() as u64;
+    }
+    Ok((packets, bytes))
+}

@@ -356,23 +356,13 @@ impl Source {
 impl CaptureSource for Source {
     #[inline]
     fn next_packet(&mut self) -> Result<Option<Packet<'_>>, Error> {
-        let Some(filter) = self.filter.as_mut() else {
-            return match &mut self.kind {
-                SourceKind::Pcap(r) => r.next_packet(),
-                SourceKind::Pcapng(r) => r.next_packet(),
-                SourceKind::Erf(r) => r.next_packet(),
-            };
-        };
-        let filtered = &mut self.filtered;
-        let mut keep = |p: &Packet<'_>| -> Result<bool, Error> {
-            let pass = filter.matches(p)?;
-            *filtered += u64::from(!pass);
-            Ok(pass)
-        };
+        if self.filter.is_some() {
+            return self.next_filtered();
+        }
         match &mut self.kind {
-            SourceKind::Pcap(r) => r.next_matching(&mut keep),
-            SourceKind::Pcapng(r) => r.next_matching(&mut keep),
-            SourceKind::Erf(r) => r.next_matching(&mut keep),
+            SourceKind::Pcap(r) => r.next_packet(),
+            SourceKind::Pcapng(r) => r.next_packet(),
+            SourceKind::Erf(r) => r.next_packet(),
         }
     }
 
@@ -385,6 +375,29 @@ impl CaptureSource for Source {
         stats.filtered = self.filtered;
         stats.captured = stats.received.saturating_sub(self.filtered);
         stats
+    }
+}
+
+impl Source {
+    /// The filtered path, out of line so that the unfiltered one stays small enough to
+    /// inline the readers.
+    #[cold]
+    #[inline(never)]
+    fn next_filtered(&mut self) -> Result<Option<Packet<'_>>, Error> {
+        let Some(filter) = self.filter.as_mut() else {
+            return Ok(None);
+        };
+        let filtered = &mut self.filtered;
+        let mut keep = |p: &Packet<'_>| -> Result<bool, Error> {
+            let pass = filter.matches(p)?;
+            *filtered += u64::from(!pass);
+            Ok(pass)
+        };
+        match &mut self.kind {
+            SourceKind::Pcap(r) => r.next_matching(&mut keep),
+            SourceKind::Pcapng(r) => r.next_matching(&mut keep),
+            SourceKind::Erf(r) => r.next_matching(&mut keep),
+        }
     }
 }
 

@@ -159,9 +159,7 @@ impl PcapReader {
     /// The next packet, borrowed from the input buffer until the next call.
     #[inline]
     pub fn next_packet(&mut self) -> Result<Option<Packet<'_>>, Error> {
-        Ok(self
-            .next_record()?
-            .map(|(start, caplen, meta)| Packet::new(self.input.window(start, caplen), meta)))
+        self.next_where(|_| Ok(true))
     }
 
     /// The next packet for which `keep` says yes (a filter), borrowed until the next call.
@@ -169,6 +167,15 @@ impl PcapReader {
     pub fn next_matching(
         &mut self,
         keep: &mut dyn FnMut(&Packet<'_>) -> Result<bool, Error>,
+    ) -> Result<Option<Packet<'_>>, Error> {
+        self.next_where(keep)
+    }
+
+    /// The one loop behind both: with a constant "yes" it folds to a single record.
+    #[inline(always)]
+    fn next_where(
+        &mut self,
+        mut keep: impl FnMut(&Packet<'_>) -> Result<bool, Error>,
     ) -> Result<Option<Packet<'_>>, Error> {
         while let Some((start, caplen, meta)) = self.next_record()? {
             if keep(&Packet::new(self.input.window(start, caplen), meta))? {
@@ -179,7 +186,7 @@ impl PcapReader {
     }
 
     /// The next record: where its bytes are in the input window, and its metadata.
-    #[inline]
+    #[inline(always)]
     fn next_record(&mut self) -> Result<Option<(usize, usize, Meta)>, Error> {
         if self.done {
             return Ok(None);

@@ -173,7 +173,16 @@ impl PcapngReader {
     /// The next packet (or metadata record, when asked for), borrowed until the next call.
     #[inline]
     pub fn next_packet(&mut self) -> Result<Option<Packet<'_>>, Error> {
-        match self.next_found()? {
+        // Built straight from the fast path (measured: going through `next_found` costs
+        // the common case about four times its user time).
+        if let Some((start, caplen, meta, options)) = self.fast_enhanced_packet()? {
+            let options = (options.1 > 0)
+                .then(|| PacketOptions::new(self.input.window(options.0, options.1), self.order));
+            return Ok(Some(
+                Packet::new(self.input.window(start, caplen), meta).with_options(options),
+            ));
+        }
+        match self.next_block(self.options.deliver_meta)? {
             Some(found) => Ok(Some(self.lend(found))),
             None => Ok(None),
         }
@@ -185,6 +194,15 @@ impl PcapngReader {
         &mut self,
         keep: &mut dyn FnMut(&Packet<'_>) -> Result<bool, Error>,
     ) -> Result<Option<Packet<'_>>, Error> {
+        self.next_where(keep)
+    }
+
+    /// The one loop behind both: with a constant "yes" it folds to a single block.
+    #[inline(always)]
+    fn next_where(
+        &mut self,
+        mut keep: impl FnMut(&Packet<'_>) -> Result<bool, Error>,
+    ) -> Result<Option<Packet<'_>>, Error> {
         while let Some(found) = self.next_found()? {
             if keep(&self.lend(found))? {
                 return Ok(Some(self.lend(found)));
@@ -194,7 +212,7 @@ impl PcapngReader {
     }
 
     /// Where the next packet's bytes are: the fast path first, then the general loop.
-    #[inline]
+    #[inline(always)]
     fn next_found(&mut self) -> Result<Option<Found>, Error> {
         if let Some((start, caplen, meta, options)) = self.fast_enhanced_packet()? {
             return Ok(Some(Found {
@@ -290,6 +308,7 @@ impl PcapngReader {
         Ok(Some((start + 28, caplen, meta, (start + opt_at, opt_len))))
     }
 
+    #[inline(always)]
     fn lend(&self, found: Found) -> Packet<'_> {
         let data = self.input.window(found.data.0, found.data.1);
         let options = (found.options.1 > 0).then(|| {
