@@ -81,6 +81,18 @@ impl Filter {
         )))
     }
 
+    /// Compiles `expr` for one link type with libpcap into a [`Program`] (plain data,
+    /// `Send + Sync`); a compile error carries libpcap's message.
+    #[cfg(feature = "libpcap")]
+    pub fn compile(expr: &str, link: LinkType, snaplen: u32) -> Result<Program, Error> {
+        compile(expr, link, snaplen)
+    }
+
+    /// A filter from raw instructions (validated first).
+    pub fn from_bytecode(insns: Vec<Insn>) -> Result<Filter, Error> {
+        Ok(Filter::from_program(Program::new(insns)?))
+    }
+
     /// A filter running one fixed program on every packet, whatever its link type.
     pub fn from_program(program: Program) -> Filter {
         Filter {

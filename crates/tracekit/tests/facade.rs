@@ -125,3 +125,38 @@ fn create_needs_a_known_name_or_format() {
     assert_eq!(sink.finish().unwrap().packets, 0);
     assert_eq!(std::fs::metadata(&bad).unwrap().len(), 24);
 }
+
+#[cfg(feature = "libpcap")]
+#[test]
+fn filtered_packets_are_counted() {
+    let mut s = tracekit::open(&corpus("libtrace__vlan.pcap"))
+        .unwrap()
+        .with_filter("icmp")
+        .unwrap();
+    let mut kept = 0;
+    while s.next_packet().unwrap().is_some() {
+        kept += 1;
+    }
+    let stats = s.stats();
+    assert_eq!(stats.received, 395);
+    assert_eq!(stats.filtered + kept, 395);
+    assert_eq!(stats.captured, kept);
+    assert!(kept > 0 && stats.filtered > 0);
+    let err = tracekit::open(&corpus("libtrace__vlan.pcap"))
+        .unwrap()
+        .with_filter("tcp port")
+        .err()
+        .unwrap();
+    assert!(err.to_string().contains("syntax error"), "{err}");
+    // a fixed program from `tcpdump -ddd ip` (Ethernet)
+    let f =
+        tracekit::Filter::from_ddd("4\n40 0 0 12\n21 0 1 2048\n6 0 0 262144\n6 0 0 0\n").unwrap();
+    let mut s = tracekit::open(&corpus("libtrace__vlan.pcap"))
+        .unwrap()
+        .with_filter_program(f);
+    let mut n = 0;
+    while s.next_packet().unwrap().is_some() {
+        n += 1;
+    }
+    assert!(n < 395);
+}
