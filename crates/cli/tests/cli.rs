@@ -5,7 +5,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 
 use tracekit::{CreateOptions, LinkType, Meta, Packet, Timestamp, TsResolution};
-use tracekit_testdata::{corpus, epoch_ns, have};
+use tracekit_testdata::{corpus, epoch_ns, have, tshark_frames};
 
 fn tracekit() -> Command {
     Command::new(env!("CARGO_BIN_EXE_tracekit"))
@@ -382,20 +382,6 @@ fn readme_quick_start_runs_as_written() {
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(text.contains("Packets:         400"), "{text}");
     assert!(text.contains("Link types:      ETHERNET (1)"), "{text}");
-}
-
-/// tshark's (epoch ns, frame.len, frame.cap_len) for every frame of a file.
-fn tshark_frames(path: &Path) -> Vec<(u64, u32, u32)> {
-    tracekit_testdata::tshark_fields(path, &["frame.time_epoch", "frame.len", "frame.cap_len"])
-        .iter()
-        .map(|c| {
-            (
-                epoch_ns(&c[0]),
-                c[1].parse().unwrap(),
-                c[2].parse().unwrap(),
-            )
-        })
-        .collect()
 }
 
 #[test]

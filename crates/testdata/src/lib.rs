@@ -110,3 +110,15 @@ pub fn tshark_fields(path: &Path, fields: &[&str]) -> Vec<Vec<String>> {
         .map(|l| l.split('|').map(str::to_string).collect())
         .collect()
 }
+
+/// tshark's (epoch nanoseconds, `frame.len`, `frame.cap_len`) for every frame of `path`.
+pub fn tshark_frames(path: &Path) -> Vec<(u64, u32, u32)> {
+    tshark_fields(path, &["frame.time_epoch", "frame.len", "frame.cap_len"])
+        .iter()
+        .map(|c| {
+            let len = c[1].parse().expect("frame.len");
+            let cap = c[2].parse().expect("frame.cap_len");
+            (epoch_ns(&c[0]), len, cap)
+        })
+        .collect()
+}

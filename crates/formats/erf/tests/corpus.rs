@@ -9,7 +9,7 @@ use std::process::Command;
 use tracekit_core::io::{Input, ReadMode};
 use tracekit_core::{Error, LinkType, PacketKind};
 use tracekit_erf::{ErfReader, ErfReaderOptions, looks_like_erf};
-use tracekit_testdata::{Entry, corpus, epoch_ns, have, manifest};
+use tracekit_testdata::{Entry, corpus, have, manifest};
 
 /// The decompressed bytes of a corpus file (gzip/bzip2/xz by magic, via the system
 /// tools), or the bytes themselves. `None` when the tool failed (a damaged stream).
@@ -119,19 +119,7 @@ fn every_erf_file_matches_manifest_and_tshark() {
         if !tshark || name.starts_with("corrupt__") {
             continue;
         }
-        let frames: Vec<(u64, u32, u32)> = tracekit_testdata::tshark_fields(
-            path,
-            &["frame.time_epoch", "frame.len", "frame.cap_len"],
-        )
-        .iter()
-        .map(|c| {
-            (
-                epoch_ns(&c[0]),
-                c[1].parse().unwrap(),
-                c[2].parse().unwrap(),
-            )
-        })
-        .collect();
+        let frames = tracekit_testdata::tshark_frames(path);
         assert_eq!(frames.len(), recs.len(), "{name}: tshark count");
         for (i, (r, f)) in recs.iter().zip(&frames).enumerate() {
             assert_eq!(r.nanos, f.0, "{name} record {}: time stamp", i + 1);

@@ -14,7 +14,7 @@ use pcap_file::pcap::PcapReader as OracleReader;
 use tracekit_core::io::{Input, ReadMode};
 use tracekit_core::{ErrorKind, TsResolution};
 use tracekit_pcap::{FileHeader, PcapReader};
-use tracekit_testdata::{corpus, corpus_dir, epoch_ns, have, manifest_count};
+use tracekit_testdata::{corpus, corpus_dir, have, manifest_count, tshark_frames};
 
 fn pcap_files() -> Vec<PathBuf> {
     let mut files: Vec<PathBuf> = fs::read_dir(corpus_dir())
@@ -158,20 +158,6 @@ fn every_corpus_pcap_matches_manifest_and_independent_reader() {
             "{name}: the independent reader read fewer packets"
         );
     }
-}
-
-/// tshark's (epoch ns, frame.len, frame.cap_len) per packet.
-fn tshark_frames(path: &Path) -> Vec<(u64, u32, u32)> {
-    tracekit_testdata::tshark_fields(path, &["frame.time_epoch", "frame.len", "frame.cap_len"])
-        .iter()
-        .map(|c| {
-            (
-                epoch_ns(&c[0]),
-                c[1].parse().unwrap(),
-                c[2].parse().unwrap(),
-            )
-        })
-        .collect()
 }
 
 #[test]
