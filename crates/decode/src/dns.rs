@@ -1,0 +1,637 @@
+//! DNS messages: a zero-copy view with section iterators and compressed names.
+//!
+//! ```
+//! use tracekit_decode::dns::{Message, RData};
+//! // A response for example.com A 93.184.216.34, the answer's name a pointer to the question.
+//! let msg = [
+//!     0x12, 0x34, 0x81, 0x80, 0, 1, 0, 1, 0, 0, 0, 0, // header
+//!     7, b'e', b'x', b'a', b'm', b'p', b'l', b'e', 3, b'c', b'o', b'm', 0, 0, 1, 0, 1,
+//!     0xc0, 12, 0, 1, 0, 1, 0, 0, 0x0e, 0x10, 0, 4, 93, 184, 216, 34,
+//! ];
+//! let m = Message::new(&msg).unwrap();
+//! assert_eq!(m.id(), 0x1234);
+//! assert!(m.is_response());
+//! let q = m.questions().next().unwrap();
+//! assert_eq!(q.name.to_string(), "example.com");
+//! let a = m.answers().next().unwrap();
+//! assert_eq!(a.name.to_string(), "example.com");
+//! assert_eq!(a.data(), RData::A([93, 184, 216, 34].into()));
+//! ```
+
+use std::fmt;
+use std::net::{Ipv4Addr, Ipv6Addr};
+
+use crate::bytes::{be16, be32};
+
+/// Record types with a decoded [`RData`].
+pub mod rtype {
+    /// IPv4 address.
+    pub const A: u16 = 1;
+    /// Name server.
+    pub const NS: u16 = 2;
+    /// Canonical name.
+    pub const CNAME: u16 = 5;
+    /// Start of authority.
+    pub const SOA: u16 = 6;
+    /// Pointer.
+    pub const PTR: u16 = 12;
+    /// Mail exchanger.
+    pub const MX: u16 = 15;
+    /// Text strings.
+    pub const TXT: u16 = 16;
+    /// IPv6 address.
+    pub const AAAA: u16 = 28;
+    /// Service location.
+    pub const SRV: u16 = 33;
+    /// EDNS(0) pseudo-record.
+    pub const OPT: u16 = 41;
+}
+
+/// The longest name in presentation form the decoder follows (RFC 1035: 255 octets on
+/// the wire).
+pub const MAX_NAME_LEN: usize = 255;
+/// The most compression pointers followed in one name.
+pub const MAX_POINTERS: usize = 32;
+
+/// A DNS message whose 12-byte header was captured.
+#[derive(Clone, Copy, Debug)]
+pub struct Message<'a> {
+    bytes: &'a [u8],
+}
+
+impl<'a> Message<'a> {
+    /// Header length.
+    pub const HEADER_LEN: usize = 12;
+
+    /// A view of `bytes` (the UDP payload, or a TCP message after its length prefix).
+    pub fn new(bytes: &'a [u8]) -> Option<Message<'a>> {
+        (bytes.len() >= Self::HEADER_LEN).then_some(Message { bytes })
+    }
+
+    /// The message bytes.
+    pub fn bytes(&self) -> &'a [u8] {
+        self.bytes
+    }
+
+    fn u16_at(&self, i: usize) -> u16 {
+        u16::from_be_bytes([self.bytes[i], self.bytes[i + 1]])
+    }
+
+    /// Transaction id.
+    pub fn id(&self) -> u16 {
+        self.u16_at(0)
+    }
+
+    /// The flags word (QR, opcode, AA, TC, RD, RA, Z, AD, CD, rcode).
+    pub fn flags(&self) -> u16 {
+        self.u16_at(2)
+    }
+
+    /// QR: a response.
+    pub fn is_response(&self) -> bool {
+        self.flags() & 0x8000 != 0
+    }
+
+    /// Opcode.
+    pub fn opcode(&self) -> u8 {
+        ((self.flags() >> 11) & 0xf) as u8
+    }
+
+    /// Response code (low 4 bits; EDNS extends it).
+    pub fn rcode(&self) -> u8 {
+        (self.flags() & 0xf) as u8
+    }
+
+    /// TC: truncated.
+    pub fn truncated(&self) -> bool {
+        self.flags() & 0x0200 != 0
+    }
+
+    /// Question count.
+    pub fn qdcount(&self) -> u16 {
+        self.u16_at(4)
+    }
+
+    /// Answer count.
+    pub fn ancount(&self) -> u16 {
+        self.u16_at(6)
+    }
+
+    /// Authority count.
+    pub fn nscount(&self) -> u16 {
+        self.u16_at(8)
+    }
+
+    /// Additional count.
+    pub fn arcount(&self) -> u16 {
+        self.u16_at(10)
+    }
+
+    /// The questions; stops at the first one that does not fit in the message.
+    pub fn questions(&self) -> Questions<'a> {
+        Questions {
+            msg: self.bytes,
+            off: Self::HEADER_LEN,
+            left: self.qdcount(),
+        }
+    }
+
+    /// Offset where the records after `skip_questions` questions and `skip_records`
+    /// records begin, or `None` when an earlier item does not fit.
+    fn section_start(&self, skip_records: u32) -> Option<usize> {
+        let mut q = self.questions();
+        while q.left > 0 {
+            q.next()?;
+        }
+        let mut r = Records {
+            msg: self.bytes,
+            off: q.off,
+            left: skip_records,
+        };
+        while r.left > 0 {
+            r.next()?;
+        }
+        Some(r.off)
+    }
+
+    fn records(&self, skip: u32, count: u16) -> Records<'a> {
+        match self.section_start(skip) {
+            Some(off) => Records {
+                msg: self.bytes,
+                off,
+                left: u32::from(count),
+            },
+            None => Records {
+                msg: self.bytes,
+                off: self.bytes.len(),
+                left: 0,
+            },
+        }
+    }
+
+    /// The answer records.
+    pub fn answers(&self) -> Records<'a> {
+        self.records(0, self.ancount())
+    }
+
+    /// The authority records.
+    pub fn authority(&self) -> Records<'a> {
+        self.records(u32::from(self.ancount()), self.nscount())
+    }
+
+    /// The additional records.
+    pub fn additional(&self) -> Records<'a> {
+        self.records(
+            u32::from(self.ancount()) + u32::from(self.nscount()),
+            self.arcount(),
+        )
+    }
+}
+
+/// A domain name inside a message, decoded on demand through compression pointers.
+#[derive(Clone, Copy)]
+pub struct Name<'a> {
+    msg: &'a [u8],
+    off: usize,
+}
+
+/// Why a name could not be decoded completely.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NameError {
+    /// A label or pointer runs past the message.
+    Truncated,
+    /// More than [`MAX_POINTERS`] pointers, or a pointer that does not point backwards.
+    PointerLoop,
+    /// Longer than [`MAX_NAME_LEN`].
+    TooLong,
+    /// A label type other than plain (00) or pointer (11).
+    BadLabelType,
+}
+
+impl<'a> Name<'a> {
+    /// The labels, in order; ends with `Err` if the name is damaged.
+    pub fn labels(&self) -> Labels<'a> {
+        Labels {
+            msg: self.msg,
+            off: self.off,
+            pointers: 0,
+            total: 0,
+            limit: self.off,
+            done: false,
+        }
+    }
+
+    /// Whether every label decodes.
+    pub fn is_valid(&self) -> bool {
+        self.labels().all(|l| l.is_ok())
+    }
+
+    /// Whether this is the root name (no labels).
+    pub fn is_root(&self) -> bool {
+        self.msg.get(self.off) == Some(&0)
+    }
+}
+
+impl fmt::Display for Name<'_> {
+    /// Dotted presentation form; bytes outside printable ASCII (and `.`/`\` inside a
+    /// label) are escaped as `\DDD`; the root is `<Root>` as in Wireshark.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut first = true;
+        for label in self.labels() {
+            let Ok(label) = label else {
+                return f.write_str("<damaged>");
+            };
+            if !first {
+                f.write_str(".")?;
+            }
+            first = false;
+            for &c in label {
+                if c.is_ascii_graphic() && c != b'.' && c != b'\\' {
+                    fmt::Write::write_char(f, c as char)?;
+                } else {
+                    write!(f, "\\{c:03}")?;
+                }
+            }
+        }
+        if first {
+            f.write_str("<Root>")?;
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Debug for Name<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Name({self})")
+    }
+}
+
+impl PartialEq for Name<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        let mut a = self.labels();
+        let mut b = other.labels();
+        loop {
+            match (a.next(), b.next()) {
+                (None, None) => return true,
+                (Some(Ok(x)), Some(Ok(y))) if x.eq_ignore_ascii_case(y) => {}
+                _ => return false,
+            }
+        }
+    }
+}
+
+/// Iterator over the labels of a [`Name`].
+#[derive(Clone, Debug)]
+pub struct Labels<'a> {
+    msg: &'a [u8],
+    off: usize,
+    pointers: usize,
+    total: usize,
+    /// Pointers must point strictly before this offset (so they cannot loop).
+    limit: usize,
+    done: bool,
+}
+
+impl<'a> Iterator for Labels<'a> {
+    type Item = Result<&'a [u8], NameError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.done {
+            return None;
+        }
+        loop {
+            let Some(&len) = self.msg.get(self.off) else {
+                return self.fail(NameError::Truncated);
+            };
+            match len >> 6 {
+                0 if len == 0 => {
+                    self.done = true;
+                    return None;
+                }
+                0 => {
+                    let start = self.off + 1;
+                    let Some(label) = self.msg.get(start..start + usize::from(len)) else {
+                        return self.fail(NameError::Truncated);
+                    };
+                    self.total += usize::from(len) + 1;
+                    if self.total > MAX_NAME_LEN {
+                        return self.fail(NameError::TooLong);
+                    }
+                    self.off = start + usize::from(len);
+                    return Some(Ok(label));
+                }
+                3 => {
+                    let Some(target) = be16(self.msg, self.off).map(|p| usize::from(p & 0x3fff))
+                    else {
+                        return self.fail(NameError::Truncated);
+                    };
+                    self.pointers += 1;
+                    if self.pointers > MAX_POINTERS || target >= self.limit {
+                        return self.fail(NameError::PointerLoop);
+                    }
+                    self.limit = target;
+                    self.off = target;
+                }
+                _ => return self.fail(NameError::BadLabelType),
+            }
+        }
+    }
+}
+
+impl<'a> Labels<'a> {
+    fn fail(&mut self, e: NameError) -> Option<Result<&'a [u8], NameError>> {
+        self.done = true;
+        Some(Err(e))
+    }
+}
+
+/// The offset just after the name at `off` as it sits in the message (a pointer ends
+/// it), or `None` when it runs past the message.
+fn skip_name(msg: &[u8], mut off: usize) -> Option<usize> {
+    loop {
+        let len = *msg.get(off)?;
+        match len >> 6 {
+            0 if len == 0 => return Some(off + 1),
+            0 => off += 1 + usize::from(len),
+            3 => return (off + 2 <= msg.len()).then_some(off + 2),
+            _ => return None,
+        }
+    }
+}
+
+/// One question.
+#[derive(Clone, Copy, Debug)]
+pub struct Question<'a> {
+    /// The name asked for.
+    pub name: Name<'a>,
+    /// QTYPE.
+    pub qtype: u16,
+    /// QCLASS (the top bit is mDNS's unicast-response flag).
+    pub qclass: u16,
+}
+
+/// Iterator over questions.
+#[derive(Clone, Debug)]
+pub struct Questions<'a> {
+    msg: &'a [u8],
+    off: usize,
+    left: u16,
+}
+
+impl<'a> Iterator for Questions<'a> {
+    type Item = Question<'a>;
+
+    fn next(&mut self) -> Option<Question<'a>> {
+        if self.left == 0 {
+            return None;
+        }
+        let name = Name {
+            msg: self.msg,
+            off: self.off,
+        };
+        let end = skip_name(self.msg, self.off);
+        let fields = end.and_then(|e| Some((be16(self.msg, e)?, be16(self.msg, e + 2)?, e)));
+        let Some((qtype, qclass, e)) = fields else {
+            self.left = 0;
+            return None;
+        };
+        self.off = e + 4;
+        self.left -= 1;
+        Some(Question {
+            name,
+            qtype,
+            qclass,
+        })
+    }
+}
+
+/// One resource record.
+#[derive(Clone, Copy, Debug)]
+pub struct Record<'a> {
+    /// Owner name.
+    pub name: Name<'a>,
+    /// TYPE.
+    pub rtype: u16,
+    /// CLASS (for OPT: the UDP payload size).
+    pub class: u16,
+    /// TTL (for OPT: extended rcode, version and flags).
+    pub ttl: u32,
+    msg: &'a [u8],
+    rdata_off: usize,
+    rdata_len: usize,
+}
+
+impl<'a> Record<'a> {
+    /// The raw RDATA.
+    pub fn rdata(&self) -> &'a [u8] {
+        &self.msg[self.rdata_off..self.rdata_off + self.rdata_len]
+    }
+
+    fn name_at(&self, rel: usize) -> Name<'a> {
+        Name {
+            msg: self.msg,
+            off: self.rdata_off + rel,
+        }
+    }
+
+    /// The RDATA decoded for the common types; [`RData::Other`] for the rest and for
+    /// RDATA whose length does not match its type.
+    pub fn data(&self) -> RData<'a> {
+        let rd = self.rdata();
+        let name_end = |rel: usize| skip_name(self.msg, self.rdata_off + rel);
+        let fits = |end: Option<usize>| end.is_some_and(|e| e <= self.rdata_off + rd.len());
+        match self.rtype {
+            rtype::A if rd.len() == 4 => RData::A(Ipv4Addr::new(rd[0], rd[1], rd[2], rd[3])),
+            rtype::AAAA if rd.len() == 16 => {
+                let mut a = [0u8; 16];
+                a.copy_from_slice(rd);
+                RData::Aaaa(Ipv6Addr::from(a))
+            }
+            rtype::CNAME if fits(name_end(0)) => RData::Cname(self.name_at(0)),
+            rtype::NS if fits(name_end(0)) => RData::Ns(self.name_at(0)),
+            rtype::PTR if fits(name_end(0)) => RData::Ptr(self.name_at(0)),
+            rtype::MX if rd.len() >= 3 && fits(name_end(2)) => RData::Mx {
+                preference: u16::from_be_bytes([rd[0], rd[1]]),
+                exchange: self.name_at(2),
+            },
+            rtype::TXT => RData::Txt(TxtStrings { data: rd }),
+            rtype::SRV if rd.len() >= 7 && fits(name_end(6)) => RData::Srv {
+                priority: u16::from_be_bytes([rd[0], rd[1]]),
+                weight: u16::from_be_bytes([rd[2], rd[3]]),
+                port: u16::from_be_bytes([rd[4], rd[5]]),
+                target: self.name_at(6),
+            },
+            rtype::SOA => {
+                let Some(m_end) = name_end(0) else {
+                    return RData::Other(rd);
+                };
+                let Some(r_end) = skip_name(self.msg, m_end) else {
+                    return RData::Other(rd);
+                };
+                let limit = self.rdata_off + rd.len();
+                if r_end + 20 != limit {
+                    return RData::Other(rd);
+                }
+                let num = |i: usize| be32(self.msg, r_end + i).unwrap_or(0);
+                RData::Soa {
+                    mname: self.name_at(0),
+                    rname: Name {
+                        msg: self.msg,
+                        off: m_end,
+                    },
+                    serial: num(0),
+                    refresh: num(4),
+                    retry: num(8),
+                    expire: num(12),
+                    minimum: num(16),
+                }
+            }
+            rtype::OPT => RData::Opt(EdnsOptions { data: rd }),
+            _ => RData::Other(rd),
+        }
+    }
+}
+
+/// Decoded RDATA.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum RData<'a> {
+    /// IPv4 address.
+    A(Ipv4Addr),
+    /// IPv6 address.
+    Aaaa(Ipv6Addr),
+    /// Canonical name.
+    Cname(Name<'a>),
+    /// Name server.
+    Ns(Name<'a>),
+    /// Pointer.
+    Ptr(Name<'a>),
+    /// Mail exchanger.
+    Mx {
+        /// Preference.
+        preference: u16,
+        /// Exchange host.
+        exchange: Name<'a>,
+    },
+    /// Character strings.
+    Txt(TxtStrings<'a>),
+    /// Start of authority.
+    Soa {
+        /// Primary name server.
+        mname: Name<'a>,
+        /// Responsible mailbox.
+        rname: Name<'a>,
+        /// Serial.
+        serial: u32,
+        /// Refresh interval.
+        refresh: u32,
+        /// Retry interval.
+        retry: u32,
+        /// Expiry.
+        expire: u32,
+        /// Negative-caching TTL.
+        minimum: u32,
+    },
+    /// Service location.
+    Srv {
+        /// Priority.
+        priority: u16,
+        /// Weight.
+        weight: u16,
+        /// Port.
+        port: u16,
+        /// Target host.
+        target: Name<'a>,
+    },
+    /// EDNS(0) options.
+    Opt(EdnsOptions<'a>),
+    /// Any other type, or RDATA that does not fit its type.
+    Other(&'a [u8]),
+}
+
+/// The character strings of a TXT record.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TxtStrings<'a> {
+    data: &'a [u8],
+}
+
+impl<'a> TxtStrings<'a> {
+    /// The strings; stops at one that runs past the RDATA.
+    pub fn iter(&self) -> impl Iterator<Item = &'a [u8]> + 'a {
+        let mut rest = self.data;
+        std::iter::from_fn(move || {
+            let (&len, tail) = rest.split_first()?;
+            let s = tail.get(..usize::from(len))?;
+            rest = &tail[usize::from(len)..];
+            Some(s)
+        })
+    }
+}
+
+/// The options of an OPT record, as `(code, data)`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EdnsOptions<'a> {
+    data: &'a [u8],
+}
+
+impl<'a> EdnsOptions<'a> {
+    /// The options; stops at one that runs past the RDATA.
+    pub fn iter(&self) -> impl Iterator<Item = (u16, &'a [u8])> + 'a {
+        let mut rest = self.data;
+        std::iter::from_fn(move || {
+            let code = be16(rest, 0)?;
+            let len = usize::from(be16(rest, 2)?);
+            let d = rest.get(4..4 + len)?;
+            rest = &rest[4 + len..];
+            Some((code, d))
+        })
+    }
+}
+
+/// Iterator over resource records.
+#[derive(Clone, Debug)]
+pub struct Records<'a> {
+    msg: &'a [u8],
+    off: usize,
+    left: u32,
+}
+
+impl<'a> Iterator for Records<'a> {
+    type Item = Record<'a>;
+
+    fn next(&mut self) -> Option<Record<'a>> {
+        if self.left == 0 {
+            return None;
+        }
+        let parsed = (|| {
+            let e = skip_name(self.msg, self.off)?;
+            let rtype = be16(self.msg, e)?;
+            let class = be16(self.msg, e + 2)?;
+            let ttl = be32(self.msg, e + 4)?;
+            let rdata_len = usize::from(be16(self.msg, e + 8)?);
+            let rdata_off = e + 10;
+            (rdata_off + rdata_len <= self.msg.len()).then_some(Record {
+                name: Name {
+                    msg: self.msg,
+                    off: self.off,
+                },
+                rtype,
+                class,
+                ttl,
+                msg: self.msg,
+                rdata_off,
+                rdata_len,
+            })
+        })();
+        match parsed {
+            Some(r) => {
+                self.off = r.rdata_off + r.rdata_len;
+                self.left -= 1;
+                Some(r)
+            }
+            None => {
+                self.left = 0;
+                None
+            }
+        }
+    }
+}

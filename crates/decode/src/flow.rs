@@ -1,0 +1,66 @@
+//! Flow keys and a direction-independent flow hash.
+
+use std::net::IpAddr;
+
+/// The 5-tuple of a packet. Ports are 0 for protocols without them and for non-first
+/// fragments.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct FlowKey {
+    /// Source address.
+    pub src: IpAddr,
+    /// Destination address.
+    pub dst: IpAddr,
+    /// Source port.
+    pub src_port: u16,
+    /// Destination port.
+    pub dst_port: u16,
+    /// Transport protocol number (after IPv6 extension headers).
+    pub protocol: u8,
+}
+
+impl FlowKey {
+    /// The key seen from the other direction.
+    pub fn reversed(&self) -> FlowKey {
+        FlowKey {
+            src: self.dst,
+            dst: self.src,
+            src_port: self.dst_port,
+            dst_port: self.src_port,
+            protocol: self.protocol,
+        }
+    }
+
+    /// A 64-bit hash equal for both directions of a flow (the endpoints are ordered
+    /// before hashing). Stable across runs and platforms.
+    pub fn symmetric_hash(&self) -> u64 {
+        let a = (addr_bits(self.src), self.src_port);
+        let b = (addr_bits(self.dst), self.dst_port);
+        let (lo, hi) = if a <= b { (a, b) } else { (b, a) };
+        let mut h = u64::from(self.protocol) ^ 0x9E37_79B9_7F4A_7C15;
+        for v in [
+            lo.0 as u64,
+            (lo.0 >> 64) as u64,
+            hi.0 as u64,
+            (hi.0 >> 64) as u64,
+            (u64::from(lo.1) << 16) | u64::from(hi.1),
+        ] {
+            h = mix(h ^ v);
+        }
+        h
+    }
+}
+
+fn addr_bits(a: IpAddr) -> u128 {
+    match a {
+        IpAddr::V4(v4) => u128::from(u32::from(v4)),
+        IpAddr::V6(v6) => u128::from(v6),
+    }
+}
+
+/// splitmix64's finaliser.
+fn mix(mut z: u64) -> u64 {
+    z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
