@@ -4,13 +4,15 @@
 #![forbid(unsafe_code)]
 
 mod convert;
+mod dump;
+mod fields;
 mod info;
 mod progress;
 mod timefmt;
 
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 /// Read, write and convert packet traces.
 #[derive(Parser)]
@@ -24,6 +26,8 @@ struct Cli {
 enum Command {
     Info(info::InfoArgs),
     Convert(convert::ConvertArgs),
+    Fields(fields::FieldsArgs),
+    Dump(dump::DumpArgs),
 }
 
 /// How a command ended, for the exit status: 0 success, 1 a trace or output problem
@@ -34,10 +38,16 @@ pub enum Outcome {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let command = Cli::command().mut_subcommand("fields", |c| c.after_help(fields::field_list()));
+    let cli = match Cli::from_arg_matches(&command.get_matches()) {
+        Ok(cli) => cli,
+        Err(e) => e.exit(),
+    };
     let result = match cli.command {
         Command::Info(args) => info::run(args),
         Command::Convert(args) => convert::run(args),
+        Command::Fields(args) => fields::run(args),
+        Command::Dump(args) => dump::run(args),
     };
     match result {
         Ok(Outcome::Ok) => ExitCode::SUCCESS,

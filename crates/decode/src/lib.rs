@@ -52,7 +52,9 @@
 mod anomaly;
 mod bytes;
 pub mod dns;
+pub mod dump;
 mod ethernet;
+pub mod fields;
 mod flow;
 mod gre;
 mod icmp;
@@ -245,6 +247,7 @@ struct NetInfo {
 }
 
 /// A packet being decoded. Cheap to create; see the crate documentation.
+#[derive(Clone)]
 pub struct Decoded<'a> {
     data: &'a [u8],
     framing: Framing,
@@ -255,6 +258,8 @@ pub struct Decoded<'a> {
     link: Cell<Option<LinkInfo>>,
     net: Cell<Option<NetInfo>>,
     anomalies: Cell<Anomalies>,
+    /// A packet quoted inside an ICMP error (decoded for field lookups only).
+    quoted: bool,
 }
 
 impl<'a> Decoded<'a> {
@@ -284,6 +289,7 @@ impl<'a> Decoded<'a> {
             link: Cell::new(None),
             net: Cell::new(None),
             anomalies: Cell::new(Anomalies::NONE),
+            quoted: false,
         }
     }
 

@@ -56,6 +56,6 @@ pub use tracekit_core::{
 };
 pub use tracekit_filter::Filter;
 pub use {
-    tracekit_core as core, tracekit_erf as erf, tracekit_filter as filter, tracekit_pcap as pcap,
-    tracekit_pcapng as pcapng,
+    tracekit_core as core, tracekit_decode as decode, tracekit_erf as erf,
+    tracekit_filter as filter, tracekit_pcap as pcap, tracekit_pcapng as pcapng,
 };

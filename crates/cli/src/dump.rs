@@ -1,0 +1,103 @@
+//! `tracekit dump`: a per-layer, human-readable decode of each packet.
+
+use std::io::Write;
+
+use anyhow::{Context, Result};
+use clap::Args;
+use tracekit::decode::Decoded;
+use tracekit::decode::dump::write_layers;
+use tracekit::{CaptureSource, Filter};
+
+use crate::Outcome;
+use crate::timefmt;
+
+/// Print every layer of every packet in readable form (like `tracepktdump` or
+/// `tcpdump -v`), with anomalies and the layers inside tunnels.
+///
+/// Example: `tracekit dump -c 5 -f "udp port 53" samples/sample.pcap`
+#[derive(Args)]
+pub struct DumpArgs {
+    /// Stop after this many packets.
+    #[arg(short = 'c', long = "count", value_name = "N")]
+    count: Option<u64>,
+    /// Print only packets matching this tcpdump filter expression.
+    #[arg(short = 'f', long = "filter", value_name = "EXPR")]
+    filter: Option<String>,
+    /// Also print the captured bytes in hex.
+    #[arg(short = 'x', long)]
+    hex: bool,
+    /// Trace file (`-` for standard input).
+    file: String,
+}
+
+pub fn run(args: DumpArgs) -> Result<Outcome> {
+    let mut filter = args
+        .filter
+        .as_deref()
+        .map(|e| Filter::new(e, 262_144))
+        .transpose()
+        .context("filter")?;
+    let mut source = tracekit::open(&args.file)?;
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::new(stdout.lock());
+    let mut text = String::new();
+    let mut number = 0u64;
+    let mut shown = 0u64;
+    let error = loop {
+        if args.count.is_some_and(|c| shown >= c) {
+            break None;
+        }
+        let packet = match source.next_packet() {
+            Ok(Some(p)) => p,
+            Ok(None) => break None,
+            Err(e) => break Some(e),
+        };
+        number += 1;
+        if let Some(f) = filter.as_mut()
+            && !f.matches(&packet)?
+        {
+            continue;
+        }
+        shown += 1;
+        text.clear();
+        let m = packet.meta();
+        use std::fmt::Write as _;
+        let _ = writeln!(
+            text,
+            "Packet {number}: {} caplen {} wire {} link {}{}",
+            timefmt::utc(m.ts),
+            packet.caplen(),
+            m.wire_len,
+            m.link,
+            if m.interface != 0 {
+                format!(" interface {}", m.interface)
+            } else {
+                String::new()
+            }
+        );
+        let d = Decoded::new(&packet);
+        let _ = write_layers(&mut text, &d, "  ");
+        if args.hex {
+            for (i, chunk) in packet.data().chunks(16).enumerate() {
+                let _ = write!(text, "  {:04x}: ", i * 16);
+                for b in chunk {
+                    let _ = write!(text, "{b:02x} ");
+                }
+                text.push('\n');
+            }
+        }
+        text.push('\n');
+        out.write_all(text.as_bytes())?;
+    };
+    out.flush()?;
+    match error {
+        Some(e) => {
+            eprintln!(
+                "tracekit dump: {e}\ntracekit dump: {}: the packets above are those before the damage",
+                args.file
+            );
+            Ok(Outcome::Failed)
+        }
+        None => Ok(Outcome::Ok),
+    }
+}
