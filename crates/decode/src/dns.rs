@@ -233,8 +233,9 @@ impl<'a> Name<'a> {
 }
 
 impl fmt::Display for Name<'_> {
-    /// Dotted presentation form; bytes outside printable ASCII (and `.`/`\` inside a
-    /// label) are escaped as `\DDD`; the root is `<Root>` as in Wireshark.
+    /// Dotted presentation form; labels that are UTF-8 beyond ASCII print as text, other
+    /// bytes outside printable ASCII (and `.`/`\` inside a label) are escaped as `\DDD`;
+    /// the root is `<Root>` as in Wireshark.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let mut first = true;
         for label in self.labels() {
@@ -245,11 +246,27 @@ impl fmt::Display for Name<'_> {
                 f.write_str(".")?;
             }
             first = false;
-            for &c in label {
-                if c.is_ascii_graphic() && c != b'.' && c != b'\\' {
-                    fmt::Write::write_char(f, c as char)?;
-                } else {
-                    write!(f, "\\{c:03}")?;
+            match std::str::from_utf8(label) {
+                // Internationalised names sent as raw UTF-8 (mDNS, LLMNR) read as text.
+                Ok(s) if !s.is_ascii() => {
+                    for c in s.chars() {
+                        if c.is_control() || c == '.' || c == '\\' {
+                            for b in c.to_string().bytes() {
+                                write!(f, "\\{b:03}")?;
+                            }
+                        } else {
+                            fmt::Write::write_char(f, c)?;
+                        }
+                    }
+                }
+                _ => {
+                    for &c in label {
+                        if c.is_ascii_graphic() && c != b'.' && c != b'\\' {
+                            fmt::Write::write_char(f, c as char)?;
+                        } else {
+                            write!(f, "\\{c:03}")?;
+                        }
+                    }
                 }
             }
         }

@@ -273,14 +273,21 @@ pub fn write_layers(out: &mut String, d: &Decoded<'_>, indent: &str) -> fmt::Res
     }
     if let Some(m) = d.dns() {
         write_dns(out, &m, indent)?;
-    } else if let Some(p) = d.payload() {
-        if !p.is_empty() && d.tunnel().is_none() {
+    } else if let Some(p) = d.payload()
+        && !p.is_empty()
+        && d.tunnel().is_none()
+    {
+        {
             writeln!(out, "{indent}Payload   {} bytes", p.len())?;
         }
     }
-    let own = d.anomalies();
-    match d.tunnel() {
-        Some(t) => {
+    let own = d.level_anomalies();
+    if !own.is_empty() {
+        let names: Vec<&str> = own.iter().map(|a| a.name()).collect();
+        writeln!(out, "{indent}Anomalies {}", names.join(", "))?;
+    }
+    if let Some(t) = d.tunnel() {
+        {
             match t {
                 Tunnel::IpInIp { protocol } => {
                     writeln!(out, "{indent}Tunnel    IP-in-IP (protocol {protocol})")?
@@ -301,11 +308,6 @@ pub fn write_layers(out: &mut String, d: &Decoded<'_>, indent: &str) -> fmt::Res
                 return Ok(());
             }
         }
-        None => {}
-    }
-    if !own.is_empty() {
-        let names: Vec<&str> = own.iter().map(|a| a.name()).collect();
-        writeln!(out, "{indent}Anomalies {}", names.join(", "))?;
     }
     Ok(())
 }

@@ -36,6 +36,8 @@ pub mod ethertype {
     pub const TEB: u16 = 0x6558;
     /// PPP (as carried by PPTP's enhanced GRE).
     pub const PPP: u16 = 0x880B;
+    /// 802.1ah provider backbone bridging I-tag (a customer Ethernet header follows).
+    pub const PBB: u16 = 0x88E7;
 }
 
 /// An Ethernet header whose 14 bytes were captured.

@@ -182,22 +182,22 @@ pub fn write_field<'a>(
     let _ = match field {
         Field::FrameNumber => write!(out, "{number}"),
         Field::FrameTimeEpoch => {
-            let ts = packet.ts();
-            write!(
-                out,
-                "{}.{:09}",
-                ts.as_unix_nanos() / 1_000_000_000,
-                ts.subsec_nanos()
-            )
+            // Rounded to the nearest ns from binary (ERF, pcapng 2^-n) sources, as tshark does.
+            let (secs, nanos) = packet.ts().split(tracekit_core::TsResolution::NANO);
+            write!(out, "{secs}.{nanos:09}")
         }
         Field::FrameLen => write!(out, "{}", packet.wire_len()),
         Field::FrameCapLen => write!(out, "{}", packet.caplen()),
         Field::EthSrc => {
-            d.ethernet().map(|e| mac(out, e.src()));
+            if let Some(e) = d.ethernet() {
+                mac(out, e.src());
+            }
             Ok(())
         }
         Field::EthDst => {
-            d.ethernet().map(|e| mac(out, e.dst()));
+            if let Some(e) = d.ethernet() {
+                mac(out, e.dst());
+            }
             Ok(())
         }
         Field::EthType => match d.ethernet().map(|e| e.ethertype()) {

@@ -1055,6 +1055,14 @@ impl<'a> Decoded<'a> {
     /// Decodes every layer (following tunnels) and returns what was found truncated or
     /// malformed, here and in the encapsulated packets.
     pub fn anomalies(&self) -> Anomalies {
+        let own = self.level_anomalies();
+        let inner = self.inner().map(|d| d.anomalies()).unwrap_or_default();
+        own.union(inner)
+    }
+
+    /// Decodes every layer of this packet (not inside its tunnels, though a tunnel
+    /// header's own damage counts) and returns what was found truncated or malformed.
+    pub fn level_anomalies(&self) -> Anomalies {
         let _ = self.net();
         if let Some(t) = self.transport()
             && let Transport::Tcp(h) = t
@@ -1066,8 +1074,8 @@ impl<'a> Decoded<'a> {
             }
         }
         let _ = self.payload_range();
-        let inner = self.inner().map(|d| d.anomalies()).unwrap_or_default();
-        self.anomalies.get().union(inner)
+        let _ = self.tunnel_at();
+        self.anomalies.get()
     }
 
     /// The DNS message, for UDP port 53 (and mDNS 5353, LLMNR 5355) on either side and

@@ -499,6 +499,16 @@ pub(crate) fn chain(
                     None => et = 0,
                 }
             }
+            ethertype::PBB => {
+                // 4-byte I-tag, then the customer's destination, source and EtherType.
+                let Some(next) = be16(b, off + 16) else {
+                    an.insert(Anomaly::LinkTruncated);
+                    et = 0;
+                    break;
+                };
+                et = next;
+                off += 18;
+            }
             ethertype::PPPOE_SESSION => {
                 let Some(proto) = be16(b, off + 6) else {
                     an.insert(Anomaly::PppoeTruncated);
@@ -569,6 +579,11 @@ impl Iterator for ShimWalk<'_> {
                     };
                 }
                 Some(Shim::Mpls(l))
+            }
+            ethertype::PBB => {
+                self.et = be16(self.b, self.off + 16)?;
+                self.off += 18;
+                self.next()
             }
             ethertype::PPPOE_SESSION => {
                 let proto = be16(self.b, self.off + 6)?;

@@ -1,0 +1,331 @@
+//! Differential test: `tracekit_decode::fields` against `tshark -T fields`, packet by
+//! packet, for every corpus file tshark can read.
+//!
+//! Every disagreement is either fixed or listed in `tests/tshark_allow.txt` as
+//! `file field count reason`, with the exact number of packets that differ. The list can
+//! only shrink: a listed count that is now lower fails too, asking for the line to be
+//! updated. Run with `TRACEKIT_TSHARK_SHOW=1` to print the disagreements.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::Command;
+
+use tracekit::CaptureSource;
+use tracekit_decode::Decoded;
+use tracekit_decode::fields::{Field, write_field};
+use tracekit_testdata::{corpus, have, manifest};
+
+/// The fields compared, and how tshark's value is derived for each.
+const FIELDS: &[Field] = &[
+    Field::FrameNumber,
+    Field::FrameTimeEpoch,
+    Field::FrameLen,
+    Field::FrameCapLen,
+    Field::IpSrc,
+    Field::IpDst,
+    Field::IpProto,
+    Field::TcpSrcport,
+    Field::TcpDstport,
+    Field::UdpSrcport,
+    Field::UdpDstport,
+    Field::IpFragOffset,
+    Field::IpFlagsMf,
+    Field::VlanId,
+    Field::DnsQryName,
+];
+
+const TSHARK_FIELDS: &[&str] = &[
+    "frame.encap_type",
+    "frame.protocols",
+    "frame.number",
+    "frame.time_epoch",
+    "frame.len",
+    "frame.cap_len",
+    "ip.src",
+    "ip.dst",
+    "ipv6.src",
+    "ipv6.dst",
+    "ip.proto",
+    "ipv6.nxt",
+    "ipv6.hopopts.nxt",
+    "ipv6.routing.nxt",
+    "ipv6.fraghdr.nxt",
+    "ipv6.dstopts.nxt",
+    "ah.next_header",
+    "tcp.srcport",
+    "tcp.dstport",
+    "udp.srcport",
+    "udp.dstport",
+    "ip.frag_offset",
+    "ip.flags.mf",
+    "vlan.id",
+    "dns.qry.name",
+];
+
+fn tshark_rows(path: &Path) -> Option<Vec<BTreeMap<&'static str, Vec<String>>>> {
+    let mut cmd = Command::new("tshark");
+    cmd.args(["-n", "-r"]).arg(path);
+    cmd.args(["-o", "ip.defragment:FALSE", "-o", "ipv6.defragment:FALSE"]);
+    cmd.args(["-o", "tcp.desegment_tcp_streams:FALSE"]);
+    cmd.args([
+        "-T",
+        "fields",
+        "-E",
+        "separator=\u{1}",
+        "-E",
+        "aggregator=\u{2}",
+        "-E",
+        "occurrence=a",
+    ]);
+    for f in TSHARK_FIELDS {
+        cmd.args(["-e", f]);
+    }
+    let out = cmd.output().expect("tshark runs");
+    if out.stdout.is_empty() {
+        return None;
+    }
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let rows = text
+        .lines()
+        .map(|line| {
+            TSHARK_FIELDS
+                .iter()
+                .zip(line.split('\u{1}'))
+                .map(|(name, v)| {
+                    let vals = if v.is_empty() {
+                        Vec::new()
+                    } else {
+                        v.split('\u{2}').map(str::to_string).collect()
+                    };
+                    (*name, vals)
+                })
+                .collect::<BTreeMap<_, _>>()
+        })
+        .filter(|r| r.get("frame.encap_type").is_some_and(|v| !v.is_empty()))
+        .enumerate()
+        .map(|(i, mut r)| {
+            r.insert("frame.number", vec![(i + 1).to_string()]);
+            r
+        })
+        .collect();
+    Some(rows)
+}
+
+/// What tracekit should print for `field`, from tshark's values.
+fn expected(row: &BTreeMap<&'static str, Vec<String>>, field: Field) -> String {
+    let get = |k: &str| row.get(k).cloned().unwrap_or_default();
+    let first = |k: &str| get(k).into_iter().next().unwrap_or_default();
+    let protocols = first("frame.protocols");
+    let outer_ip = protocols
+        .split(':')
+        .find(|p| *p == "ip" || *p == "ipv6")
+        .unwrap_or("");
+    match field {
+        // tshark numbers pcapng custom blocks as frames too: the rows are renumbered
+        // after those are left out (see `tshark_rows`).
+        Field::FrameNumber => first("frame.number"),
+        // Simple packet blocks carry no time stamp: tshark prints none, tracekit 0.
+        Field::FrameTimeEpoch => match first("frame.time_epoch") {
+            t if t.is_empty() => "0.000000000".to_string(),
+            t => t,
+        },
+        Field::FrameLen => first("frame.len"),
+        Field::FrameCapLen => first("frame.cap_len"),
+        Field::IpSrc if outer_ip == "ip" => first("ip.src"),
+        Field::IpSrc if outer_ip == "ipv6" => first("ipv6.src"),
+        Field::IpDst if outer_ip == "ip" => first("ip.dst"),
+        Field::IpDst if outer_ip == "ipv6" => first("ipv6.dst"),
+        Field::IpProto if outer_ip == "ip" => first("ip.proto"),
+        Field::IpProto if outer_ip == "ipv6" => {
+            // Follow the outermost header's chain through the extension-header fields.
+            let mut lists: BTreeMap<&str, std::collections::VecDeque<String>> = [
+                ("0", "ipv6.hopopts.nxt"),
+                ("43", "ipv6.routing.nxt"),
+                ("44", "ipv6.fraghdr.nxt"),
+                ("60", "ipv6.dstopts.nxt"),
+                ("51", "ah.next_header"),
+            ]
+            .into_iter()
+            .map(|(k, f)| (k, get(f).into()))
+            .collect();
+            let mut nh = first("ipv6.nxt");
+            for _ in 0..16 {
+                match lists.get_mut(nh.as_str()).and_then(|l| l.pop_front()) {
+                    Some(next) => nh = next,
+                    None => break,
+                }
+            }
+            nh
+        }
+        Field::TcpSrcport => first("tcp.srcport"),
+        Field::TcpDstport => first("tcp.dstport"),
+        Field::UdpSrcport => first("udp.srcport"),
+        Field::UdpDstport => first("udp.dstport"),
+        Field::IpFragOffset if outer_ip == "ip" => first("ip.frag_offset"),
+        Field::IpFlagsMf if outer_ip == "ip" => first("ip.flags.mf"),
+        Field::VlanId => get("vlan.id").join(","),
+        Field::DnsQryName => get("dns.qry.name").join(","),
+        _ => String::new(),
+    }
+}
+
+/// tracekit's values: one row per packet, one string per field of [`FIELDS`].
+fn tracekit_rows(path: &Path) -> Vec<Vec<String>> {
+    let Ok(mut src) = tracekit::open(path.to_str().unwrap()) else {
+        return Vec::new();
+    };
+    let mut rows = Vec::new();
+    let mut n = 0;
+    while let Ok(Some(p)) = src.next_packet() {
+        n += 1;
+        let d = Decoded::new(&p);
+        rows.push(
+            FIELDS
+                .iter()
+                .map(|f| {
+                    let mut s = String::new();
+                    write_field(&mut s, *f, n, &p, &d);
+                    s
+                })
+                .collect(),
+        );
+    }
+    rows
+}
+
+type Key = (String, String);
+
+fn allow_list() -> BTreeMap<Key, usize> {
+    let text = include_str!("tshark_allow.txt");
+    text.lines()
+        .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
+        .map(|l| {
+            let mut it = l.split_whitespace();
+            let file = it.next().unwrap().to_string();
+            let field = it.next().unwrap().to_string();
+            let count = it.next().unwrap().parse().unwrap();
+            assert!(it.next().is_some(), "allow-list line without a reason: {l}");
+            ((file, field), count)
+        })
+        .collect()
+}
+
+fn compare(name: &str) -> (BTreeMap<Key, usize>, Vec<String>) {
+    let path = corpus(name);
+    let mut diffs = BTreeMap::new();
+    let mut examples = Vec::new();
+    let Some(theirs) = tshark_rows(&path) else {
+        return (diffs, examples);
+    };
+    let ours = tracekit_rows(&path);
+    if ours.len() != theirs.len() {
+        diffs.insert(
+            (name.to_string(), "packet-count".to_string()),
+            ours.len().abs_diff(theirs.len()),
+        );
+        examples.push(format!(
+            "{name}: tracekit {} packets, tshark {}",
+            ours.len(),
+            theirs.len()
+        ));
+    }
+    for (row, t) in ours.iter().zip(&theirs) {
+        for (i, field) in FIELDS.iter().enumerate() {
+            let want = expected(t, *field);
+            if row[i] != want {
+                *diffs
+                    .entry((name.to_string(), field.name().to_string()))
+                    .or_insert(0) += 1;
+                if examples.len() < 2000 {
+                    examples.push(format!(
+                        "{name} #{} {}: tracekit {:?} tshark {:?} ({})",
+                        row[0],
+                        field.name(),
+                        row[i],
+                        want,
+                        t["frame.protocols"].join(",")
+                    ));
+                }
+            }
+        }
+    }
+    (diffs, examples)
+}
+
+#[test]
+fn fields_agree_with_tshark_on_the_corpus() {
+    if !have("tshark") {
+        return;
+    }
+    let names: Vec<String> = manifest()
+        .into_iter()
+        .map(|e| e.file)
+        .filter(|f| !f.ends_with(".bz2") && !f.ends_with(".xz"))
+        .filter(|f| corpus(f).exists())
+        .collect();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::scope(|s| {
+        let workers = std::thread::available_parallelism()
+            .map_or(2, |n| n.get())
+            .min(4);
+        for w in 0..workers {
+            let tx = tx.clone();
+            let names = &names;
+            s.spawn(move || {
+                for name in names.iter().skip(w).step_by(workers) {
+                    tx.send(compare(name)).unwrap();
+                }
+            });
+        }
+    });
+    drop(tx);
+    let mut diffs = BTreeMap::new();
+    let mut examples = Vec::new();
+    for (d, e) in rx {
+        diffs.extend(d);
+        examples.extend(e);
+    }
+    if std::env::var_os("TRACEKIT_TSHARK_SHOW").is_some() {
+        examples.sort();
+        for e in &examples {
+            eprintln!("{e}");
+        }
+    }
+    let allowed = allow_list();
+    let mut problems = Vec::new();
+    for (key, n) in &diffs {
+        match allowed.get(key) {
+            None => problems.push(format!(
+                "{} {}: {n} packets disagree (not allow-listed)",
+                key.0, key.1
+            )),
+            Some(a) if a != n => problems.push(format!(
+                "{} {}: {n} packets disagree, allow-list says {a}",
+                key.0, key.1
+            )),
+            Some(_) => {}
+        }
+    }
+    for (key, a) in &allowed {
+        if !diffs.contains_key(key) {
+            problems.push(format!(
+                "{} {}: allow-listed ({a}) but now agrees: remove the line",
+                key.0, key.1
+            ));
+        }
+    }
+    let compared_files = names.len();
+    assert!(compared_files > 100, "only {compared_files} corpus files");
+    assert!(
+        problems.is_empty(),
+        "{} problems:\n{}\nexamples:\n{}",
+        problems.len(),
+        problems.join("\n"),
+        examples
+            .iter()
+            .take(40)
+            .cloned()
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+}
