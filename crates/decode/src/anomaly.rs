@@ -97,7 +97,8 @@ anomalies! {
     Ipv6TooManyExt = 20, Network, false, "ipv6_too_many_ext";
     /// A hop-by-hop options header that is not the first extension header.
     Ipv6HopByHopNotFirst = 21, Network, false, "ipv6_hop_by_hop_not_first";
-    /// A fragment (IPv4 or IPv6) with offset zero and no more-fragments flag.
+    /// An IPv6 fragment header with offset zero and no more-fragments flag (an atomic
+    /// fragment, RFC 6946: legal, but a header that fragments nothing).
     FragmentUseless = 22, Network, false, "fragment_useless";
     /// Fewer than 20 bytes of TCP header were captured.
     TcpTruncated = 23, Transport, true, "tcp_truncated";

@@ -652,3 +652,124 @@ impl<'a> Iterator for Records<'a> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn header(qd: u16, an: u16) -> Vec<u8> {
+        let mut m = vec![0u8; 12];
+        m[0..2].copy_from_slice(&0xbeefu16.to_be_bytes());
+        m[2] = 0x81;
+        m[3] = 0x80;
+        m[4..6].copy_from_slice(&qd.to_be_bytes());
+        m[6..8].copy_from_slice(&an.to_be_bytes());
+        m
+    }
+
+    #[test]
+    fn pointer_to_itself_is_a_loop_not_a_hang() {
+        let mut m = header(1, 0);
+        m.extend_from_slice(&[0xc0, 12, 0, 1, 0, 1]);
+        let msg = Message::new(&m).unwrap();
+        let q = msg.questions().next().unwrap();
+        assert_eq!(q.name.labels().last(), Some(Err(NameError::PointerLoop)));
+        assert_eq!(q.name.to_string(), "<damaged>");
+        assert_eq!(q.qtype, 1);
+    }
+
+    #[test]
+    fn two_pointers_chasing_each_other_stop() {
+        // name at 12: "a" + pointer to 17; at 17: "b" + pointer to 12
+        let mut m = header(2, 0);
+        m.extend_from_slice(&[1, b'a', 0xc0, 17, 0, 1, 0, 1]);
+        m.extend_from_slice(&[1, b'b', 0xc0, 12, 0, 1, 0, 1]);
+        let msg = Message::new(&m).unwrap();
+        for q in msg.questions() {
+            assert!(!q.name.is_valid());
+            assert!(q.name.labels().count() <= 4);
+        }
+    }
+
+    #[test]
+    fn names_longer_than_255_are_refused() {
+        let mut m = header(1, 0);
+        for _ in 0..5 {
+            m.push(63);
+            m.extend_from_slice(&[b'x'; 63]);
+        }
+        m.extend_from_slice(&[0, 0, 1, 0, 1]);
+        let msg = Message::new(&m).unwrap();
+        let q = msg.questions().next().unwrap();
+        assert_eq!(q.name.labels().last(), Some(Err(NameError::TooLong)));
+    }
+
+    #[test]
+    fn records_of_every_common_type_decode() {
+        let mut m = header(1, 7);
+        m.extend_from_slice(&[3, b'f', b'o', b'o', 0, 0, 28, 0, 1]); // foo AAAA IN
+        let rr = |m: &mut Vec<u8>, t: u16, data: &[u8]| {
+            m.extend_from_slice(&[0xc0, 12]);
+            m.extend_from_slice(&t.to_be_bytes());
+            m.extend_from_slice(&[0, 1, 0, 0, 0, 60]);
+            m.extend_from_slice(&(data.len() as u16).to_be_bytes());
+            m.extend_from_slice(data);
+        };
+        let mut aaaa = [0u8; 16];
+        aaaa[0] = 0x20;
+        aaaa[15] = 1;
+        rr(&mut m, rtype::AAAA, &aaaa);
+        rr(&mut m, rtype::CNAME, &[3, b'b', b'a', b'r', 0xc0, 12]);
+        rr(&mut m, rtype::MX, &[0, 10, 0xc0, 12]);
+        rr(&mut m, rtype::TXT, &[2, b'h', b'i', 3, b'y', b'o', b'u']);
+        rr(&mut m, rtype::SRV, &[0, 1, 0, 2, 0x13, 0x88, 0xc0, 12]);
+        let mut soa = vec![0xc0, 12, 0xc0, 12];
+        for v in [1u32, 2, 3, 4, 5] {
+            soa.extend_from_slice(&v.to_be_bytes());
+        }
+        rr(&mut m, rtype::SOA, &soa);
+        rr(&mut m, rtype::A, &[1, 2, 3]); // wrong length: Other
+        let msg = Message::new(&m).unwrap();
+        let data: Vec<RData<'_>> = msg.answers().map(|r| r.data()).collect();
+        assert_eq!(data.len(), 7);
+        assert_eq!(data[0], RData::Aaaa("2000::1".parse().unwrap()));
+        match data[1] {
+            RData::Cname(n) => assert_eq!(n.to_string(), "bar.foo"),
+            ref other => panic!("{other:?}"),
+        }
+        assert!(matches!(data[2], RData::Mx { preference: 10, .. }));
+        match data[3] {
+            RData::Txt(t) => assert_eq!(t.iter().collect::<Vec<_>>(), [&b"hi"[..], b"you"]),
+            ref other => panic!("{other:?}"),
+        }
+        assert!(matches!(
+            data[4],
+            RData::Srv {
+                priority: 1,
+                weight: 2,
+                port: 5000,
+                ..
+            }
+        ));
+        assert!(matches!(
+            data[5],
+            RData::Soa {
+                serial: 1,
+                minimum: 5,
+                ..
+            }
+        ));
+        assert_eq!(data[6], RData::Other(&[1, 2, 3]));
+        assert_eq!(msg.authority().count(), 0);
+    }
+
+    #[test]
+    fn counts_larger_than_the_message_stop_cleanly() {
+        let mut m = header(3, 200);
+        m.extend_from_slice(&[1, b'a', 0, 0, 1, 0, 1]);
+        let msg = Message::new(&m).unwrap();
+        assert_eq!(msg.questions().count(), 1);
+        assert_eq!(msg.answers().count(), 0);
+        assert_eq!(msg.additional().count(), 0);
+    }
+}

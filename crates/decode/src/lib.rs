@@ -603,6 +603,9 @@ impl<'a> Decoded<'a> {
                     more: ff & 1 != 0,
                 };
                 n.frag = Some(f);
+                if f.offset == 0 && !f.more {
+                    self.note(Anomaly::FragmentUseless);
+                }
                 if f.offset != 0 {
                     state = L4State::Fragment;
                 }
@@ -1055,9 +1058,9 @@ impl<'a> Decoded<'a> {
     /// Decodes every layer (following tunnels) and returns what was found truncated or
     /// malformed, here and in the encapsulated packets.
     pub fn anomalies(&self) -> Anomalies {
-        let own = self.level_anomalies();
+        // The inner decode first: being too deep is noted here.
         let inner = self.inner().map(|d| d.anomalies()).unwrap_or_default();
-        own.union(inner)
+        self.level_anomalies().union(inner)
     }
 
     /// Decodes every layer of this packet (not inside its tunnels, though a tunnel
