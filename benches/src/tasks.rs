@@ -33,3 +33,215 @@ pub fn t1_count_filtered(uri: &str, expr: &str) -> Result<(u64, u64), Error> {
     }
     Ok((packets, bytes))
 }
+
+use tracekit::decode::dns::RData;
+use tracekit::decode::{Decoded, TcpOption, ip_proto};
+
+/// Task T2's result: TCP packets, and sums over their headers.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct TcpSums {
+    /// Packets with a TCP header.
+    pub packets: u64,
+    /// Sum of source and destination ports.
+    pub ports: u64,
+    /// Sum of sequence numbers.
+    pub seq: u64,
+    /// Packets with SYN set.
+    pub syn: u64,
+    /// Sum of payload lengths as the headers declare them.
+    pub payload: u64,
+}
+
+/// Task T2: decode every packet down to TCP and sum header fields.
+pub fn t2_tcp(uri: &str) -> Result<TcpSums, Error> {
+    let mut source = tracekit::open(uri)?;
+    let mut s = TcpSums::default();
+    while let Some(p) = source.next_packet()? {
+        let d = Decoded::new(&p);
+        if let Some(tcp) = d.tcp() {
+            s.packets += 1;
+            s.ports += u64::from(tcp.src_port()) + u64::from(tcp.dst_port());
+            s.seq += u64::from(tcp.seq());
+            s.syn += u64::from(tcp.syn());
+            s.payload += u64::from(d.payload_wire_len().unwrap_or(0));
+        }
+    }
+    Ok(s)
+}
+
+/// Task T3's result: TCP option counts.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct OptionCounts {
+    /// TCP packets.
+    pub packets: u64,
+    /// MSS options, and the sum of their values.
+    pub mss: u64,
+    /// Sum of MSS values.
+    pub mss_sum: u64,
+    /// Window-scale options.
+    pub wscale: u64,
+    /// SACK-permitted options.
+    pub sack_permitted: u64,
+    /// SACK blocks.
+    pub sack_blocks: u64,
+    /// Timestamp options.
+    pub timestamps: u64,
+    /// Other options.
+    pub other: u64,
+}
+
+/// Task T3: walk every TCP packet's options.
+pub fn t3_tcpopts(uri: &str) -> Result<OptionCounts, Error> {
+    let mut source = tracekit::open(uri)?;
+    let mut c = OptionCounts::default();
+    while let Some(p) = source.next_packet()? {
+        let d = Decoded::new(&p);
+        let Some(tcp) = d.tcp() else { continue };
+        c.packets += 1;
+        for o in tcp.options() {
+            match o {
+                TcpOption::Mss(v) => {
+                    c.mss += 1;
+                    c.mss_sum += u64::from(v);
+                }
+                TcpOption::WindowScale(_) => c.wscale += 1,
+                TcpOption::SackPermitted => c.sack_permitted += 1,
+                TcpOption::Sack(b) => c.sack_blocks += b.len() as u64,
+                TcpOption::Timestamps { .. } => c.timestamps += 1,
+                TcpOption::Unknown { .. } => c.other += 1,
+            }
+        }
+    }
+    Ok(c)
+}
+
+/// Task T4's result.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct DnsCounts {
+    /// DNS messages.
+    pub messages: u64,
+    /// Responses.
+    pub responses: u64,
+    /// Questions.
+    pub questions: u64,
+    /// Answer records.
+    pub answers: u64,
+    /// Sum of the lengths of question names' labels.
+    pub name_bytes: u64,
+    /// A and AAAA answers.
+    pub addresses: u64,
+}
+
+/// Task T4: parse every DNS message: questions with their names, answers with their data.
+pub fn t4_dns(uri: &str) -> Result<DnsCounts, Error> {
+    let mut source = tracekit::open(uri)?;
+    let mut c = DnsCounts::default();
+    while let Some(p) = source.next_packet()? {
+        let d = Decoded::new(&p);
+        let Some(m) = d.dns() else { continue };
+        c.messages += 1;
+        c.responses += u64::from(m.is_response());
+        for q in m.questions() {
+            c.questions += 1;
+            for label in q.name.labels().flatten() {
+                c.name_bytes += label.len() as u64;
+            }
+        }
+        for r in m.answers() {
+            c.answers += 1;
+            if matches!(r.data(), RData::A(_) | RData::Aaaa(_)) {
+                c.addresses += 1;
+            }
+        }
+    }
+    Ok(c)
+}
+
+/// Task T5 (the libtrace paper's "Ports" analysis): packets and application bytes per
+/// transport protocol and port, for source and destination ports. Non-first fragments
+/// and packets whose transport header was cut are counted apart, not guessed.
+pub struct PortCounts {
+    /// Indexed by `[proto (0 TCP, 1 UDP)][direction (0 src, 1 dst)][port]`:
+    /// (packets, application bytes).
+    pub table: Vec<(u64, u64)>,
+    /// Non-first fragments.
+    pub fragments: u64,
+    /// TCP/UDP packets whose header was not captured completely.
+    pub truncated: u64,
+    /// Packets that are neither TCP nor UDP (or not IP).
+    pub other: u64,
+}
+
+impl PortCounts {
+    fn new() -> PortCounts {
+        PortCounts {
+            table: vec![(0, 0); 2 * 2 * 65536],
+            fragments: 0,
+            truncated: 0,
+            other: 0,
+        }
+    }
+
+    /// (packets, bytes) for `proto` (6 or 17), source (`dst == false`) or destination port.
+    pub fn get(&self, proto: u8, dst: bool, port: u16) -> (u64, u64) {
+        let p = usize::from(proto == ip_proto::UDP);
+        self.table[(p * 2 + usize::from(dst)) * 65536 + usize::from(port)]
+    }
+
+    /// A checksum over the whole table, for comparing implementations.
+    pub fn checksum(&self) -> u64 {
+        let mut h = 0u64;
+        for (i, (p, b)) in self.table.iter().enumerate() {
+            if *p != 0 {
+                h = h
+                    .wrapping_add((i as u64 + 1).wrapping_mul(p.wrapping_mul(31).wrapping_add(*b)));
+            }
+        }
+        h
+    }
+
+    /// Total packets counted under source ports.
+    pub fn packets(&self) -> u64 {
+        (0..2)
+            .map(|p| {
+                self.table[p * 2 * 65536..(p * 2 + 1) * 65536]
+                    .iter()
+                    .map(|e| e.0)
+                    .sum::<u64>()
+            })
+            .sum()
+    }
+}
+
+/// Task T5: see [`PortCounts`].
+pub fn t5_ports(uri: &str) -> Result<PortCounts, Error> {
+    let mut source = tracekit::open(uri)?;
+    let mut c = PortCounts::new();
+    while let Some(p) = source.next_packet()? {
+        let d = Decoded::new(&p);
+        let proto = match d.ip_protocol() {
+            Some(pr @ (ip_proto::TCP | ip_proto::UDP)) => pr,
+            _ => {
+                c.other += 1;
+                continue;
+            }
+        };
+        if d.fragment().is_some_and(|f| !f.is_first()) {
+            c.fragments += 1;
+            continue;
+        }
+        let (Some(sp), Some(dp), Some(bytes)) = (d.src_port(), d.dst_port(), d.payload_wire_len())
+        else {
+            c.truncated += 1;
+            continue;
+        };
+        let base = usize::from(proto == ip_proto::UDP) * 2 * 65536;
+        let e = &mut c.table[base + usize::from(sp)];
+        e.0 += 1;
+        e.1 += u64::from(bytes);
+        let e = &mut c.table[base + 65536 + usize::from(dp)];
+        e.0 += 1;
+        e.1 += u64::from(bytes);
+    }
+    Ok(c)
+}

@@ -1,6 +1,13 @@
 //! The peer-harness task programs: `tracekit-bench TASK FILE`.
 //!
 //! - `t1 FILE`: count packets and captured bytes; prints `packets N` and `bytes M`.
+//! - `t2 FILE`: decode to TCP; prints `tcp_packets`, `port_sum`, `seq_sum`, `syn`, `payload_bytes`.
+//! - `t3 FILE`: TCP options; prints `tcp_packets`, `mss`, `mss_sum`, `wscale`, `sackok`,
+//!   `sack_blocks`, `timestamps`, `other`.
+//! - `t4 FILE`: DNS; prints `messages`, `responses`, `questions`, `answers`, `name_bytes`,
+//!   `addresses`.
+//! - `t5 FILE`: the Ports analysis; prints `packets` (counted by source port),
+//!   `fragments`, `truncated`, `other`, `checksum`.
 //!
 //! Set `TRACEKIT_READ_MODE=mmap|read` to force a read mode (default: the library's) and
 //! `TRACEKIT_THREADS=N` for the decompression threads (default: one per core).
@@ -10,7 +17,7 @@ use tracekit::ReadMode;
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let (Some(task), Some(file)) = (args.get(1), args.get(2)) else {
-        eprintln!("usage: tracekit-bench t1 FILE");
+        eprintln!("usage: tracekit-bench t1|t2|t3|t4|t5 FILE");
         std::process::exit(2);
     };
     let mode = match std::env::var("TRACEKIT_READ_MODE").as_deref() {
@@ -30,9 +37,43 @@ fn main() {
                 std::process::exit(1);
             }
         },
+        "t2" | "tcp" => report(tracekit_bench::tasks::t2_tcp(file).map(|s| {
+            format!(
+                "tcp_packets {}\nport_sum {}\nseq_sum {}\nsyn {}\npayload_bytes {}",
+                s.packets, s.ports, s.seq, s.syn, s.payload
+            )
+        })),
+        "t3" | "tcpopts" => report(tracekit_bench::tasks::t3_tcpopts(file).map(|c| {
+            format!(
+                "tcp_packets {}\nmss {}\nmss_sum {}\nwscale {}\nsackok {}\nsack_blocks {}\ntimestamps {}\nother {}",
+                c.packets, c.mss, c.mss_sum, c.wscale, c.sack_permitted, c.sack_blocks, c.timestamps, c.other
+            )
+        })),
+        "t4" | "dns" => report(tracekit_bench::tasks::t4_dns(file).map(|c| {
+            format!(
+                "messages {}\nresponses {}\nquestions {}\nanswers {}\nname_bytes {}\naddresses {}",
+                c.messages, c.responses, c.questions, c.answers, c.name_bytes, c.addresses
+            )
+        })),
+        "t5" | "ports" => report(tracekit_bench::tasks::t5_ports(file).map(|c| {
+            format!(
+                "packets {}\nfragments {}\ntruncated {}\nother {}\nchecksum {}",
+                c.packets(), c.fragments, c.truncated, c.other, c.checksum()
+            )
+        })),
         other => {
-            eprintln!("tracekit-bench: unknown task {other} (known: t1)");
+            eprintln!("tracekit-bench: unknown task {other} (known: t1 t2 t3 t4 t5)");
             std::process::exit(2);
+        }
+    }
+}
+
+fn report(result: Result<String, tracekit::Error>) {
+    match result {
+        Ok(text) => println!("{text}"),
+        Err(e) => {
+            eprintln!("tracekit-bench: {e}");
+            std::process::exit(1);
         }
     }
 }
