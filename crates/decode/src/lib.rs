@@ -721,7 +721,9 @@ impl<'a> Decoded<'a> {
             ip_proto::UDP => match UdpHeader::new_checked(b) {
                 Some(h) => {
                     let len = usize::from(h.length());
-                    if len < 8 || len > (n.declared_end - n.l4_off) as usize {
+                    // A first fragment carries only part of the datagram its length covers.
+                    let seg = (n.declared_end - n.l4_off) as usize;
+                    if len < 8 || (len > seg && n.frag.is_none()) {
                         self.note(Anomaly::UdpBadLength);
                     }
                     Transport::Udp(h)
@@ -1067,8 +1069,10 @@ impl<'a> Decoded<'a> {
     /// header's own damage counts) and returns what was found truncated or malformed.
     pub fn level_anomalies(&self) -> Anomalies {
         let _ = self.net();
+        // Options cut by the capture are a truncation (already noted), not an overrun.
         if let Some(t) = self.transport()
             && let Transport::Tcp(h) = t
+            && h.header_len() <= self.l4_bytes(&self.net()).map_or(0, <[u8]>::len)
         {
             let mut opts = h.options();
             for _ in opts.by_ref() {}

@@ -40,10 +40,22 @@ fn build(s: &Shape) -> (Vec<u8>, [usize; 4]) {
     let link_end = p.len();
     let (proto, l4, fixed): (u8, Vec<u8>, usize) = match s.l4 {
         0 => {
-            let mut opts = vec![1u8; s.tcp_opt_words * 4];
-            if !opts.is_empty() {
-                opts[0] = 1;
+            // Real options (MSS, window scale, SACK-permitted + timestamps, SACK), whole
+            // groups while they fit, then NOP padding.
+            let groups: [&[u8]; 4] = [
+                &[2, 4, 5, 180],
+                &[1, 3, 3, 7],
+                &[4, 2, 8, 10, 0, 0, 0, 1, 0, 0, 0, 2],
+                &[1, 1, 5, 10, 0, 0, 0, 1, 0, 0, 0, 2],
+            ];
+            let want = s.tcp_opt_words * 4;
+            let mut opts = Vec::new();
+            for g in groups.iter().cycle().take(16) {
+                if opts.len() + g.len() <= want {
+                    opts.extend_from_slice(g);
+                }
             }
+            opts.resize(want, 1);
             (6, tcp(40000, 80, 0x18, &opts), 20)
         }
         1 => (17, udp(5000, 53, s.payload), 8),
