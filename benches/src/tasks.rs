@@ -35,7 +35,7 @@ pub fn t1_count_filtered(uri: &str, expr: &str) -> Result<(u64, u64), Error> {
 }
 
 use tracekit::decode::dns::RData;
-use tracekit::decode::{Decoded, TcpOption, ip_proto};
+use tracekit::decode::{Decoded, TcpOption, Transport, ip_proto};
 
 /// Task T2's result: TCP packets, and sums over their headers.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -219,19 +219,33 @@ pub fn t5_ports(uri: &str) -> Result<PortCounts, Error> {
     let mut c = PortCounts::new();
     while let Some(p) = source.next_packet()? {
         let d = Decoded::new(&p);
-        let proto = match d.ip_protocol() {
-            Some(pr @ (ip_proto::TCP | ip_proto::UDP)) => pr,
-            _ => {
+        let (proto, sp, dp) = match d.transport() {
+            Some(Transport::Tcp(h)) => (ip_proto::TCP, h.src_port(), h.dst_port()),
+            Some(Transport::Udp(h)) => (ip_proto::UDP, h.src_port(), h.dst_port()),
+            Some(Transport::Truncated {
+                protocol: ip_proto::TCP | ip_proto::UDP,
+                ..
+            }) => {
+                c.truncated += 1;
+                continue;
+            }
+            Some(_) => {
                 c.other += 1;
                 continue;
             }
+            // No transport header here: a non-first fragment, or not TCP/UDP at all.
+            None => {
+                match (d.ip_protocol(), d.fragment()) {
+                    (Some(ip_proto::TCP | ip_proto::UDP), Some(f)) if !f.is_first() => {
+                        c.fragments += 1
+                    }
+                    (Some(ip_proto::TCP | ip_proto::UDP), _) => c.truncated += 1,
+                    _ => c.other += 1,
+                }
+                continue;
+            }
         };
-        if d.fragment().is_some_and(|f| !f.is_first()) {
-            c.fragments += 1;
-            continue;
-        }
-        let (Some(sp), Some(dp), Some(bytes)) = (d.src_port(), d.dst_port(), d.payload_wire_len())
-        else {
+        let Some(bytes) = d.payload_wire_len() else {
             c.truncated += 1;
             continue;
         };
