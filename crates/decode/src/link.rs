@@ -485,6 +485,8 @@ pub(crate) fn chain(
                         return LinkInfo {
                             kind: li.kind,
                             l2_off: li.l2_off,
+                            chain_off: li.chain_off,
+                            chain_type: li.chain_type,
                             ..inner
                         };
                     }
@@ -493,6 +495,8 @@ pub(crate) fn chain(
                         return LinkInfo {
                             kind: li.kind,
                             l2_off: li.l2_off,
+                            chain_off: li.chain_off,
+                            chain_type: li.chain_type,
                             ..inner
                         };
                     }
