@@ -7,89 +7,25 @@
 //! T2, T3 and T5 read `tcp-snap96.pcap` (per-packet cost dominates), T4 reads `tcp.pcap`
 //! (DNS messages complete). Inputs are generated into `target/bench-data/` on first use.
 
-use std::ffi::{CString, c_char, c_int, c_void};
 use std::hint::black_box;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use tracekit::{CreateOptions, TsResolution};
 use tracekit_bench::tasks::{
     DnsCounts, OptionCounts, TcpSums, t2_tcp, t3_tcpopts, t4_dns, t5_ports,
 };
-use tracekit_bench::traffic::{GenOptions, generate};
+use tracekit_bench::{inputs, libpcap};
 
 fn packets() -> u64 {
-    if std::env::args().any(|a| a == "--bench") {
-        400_000
-    } else {
-        2_000
-    }
+    inputs::packets()
 }
 
 fn input(name: &str, snaplen: u32) -> String {
-    let dir = std::env::var("TRACEKIT_BENCH_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|_| Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/bench-data"));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join(format!("{}-{name}", packets()));
-    if !path.exists() {
-        let options = CreateOptions {
-            ts_resolution: Some(TsResolution::MICRO),
-            snaplen: Some(snaplen),
-            ..CreateOptions::default()
-        };
-        let tmp = dir.join(format!("partial-decode-{name}"));
-        let mut sink = tracekit::create(tmp.to_str().unwrap(), &options).unwrap();
-        generate(
-            GenOptions {
-                packets: packets(),
-                ..GenOptions::default()
-            },
-            |p| sink.write_packet(&p.snapped(snaplen as usize)).unwrap(),
-        );
-        sink.finish().unwrap();
-        std::fs::rename(tmp, &path).unwrap();
-    }
-    path.to_str().unwrap().to_string()
+    inputs::generated(name, snaplen)
 }
 
-#[repr(C)]
-struct PcapPkthdr {
-    ts_sec: i64,
-    ts_usec: i64,
-    caplen: u32,
-    len: u32,
-}
-
-#[link(name = "pcap")]
-unsafe extern "C" {
-    fn pcap_open_offline(fname: *const c_char, errbuf: *mut c_char) -> *mut c_void;
-    fn pcap_next_ex(p: *mut c_void, hdr: *mut *mut PcapPkthdr, data: *mut *const u8) -> c_int;
-    fn pcap_close(p: *mut c_void);
-}
-
-/// libpcap's read loop, handing each packet's captured bytes to `f`.
-fn libpcap_each(path: &str, mut f: impl FnMut(&[u8])) {
-    let name = CString::new(path).unwrap();
-    let mut errbuf = [0 as c_char; 256];
-    // SAFETY: name is NUL-terminated; errbuf has PCAP_ERRBUF_SIZE (256) bytes.
-    let p = unsafe { pcap_open_offline(name.as_ptr(), errbuf.as_mut_ptr()) };
-    assert!(!p.is_null(), "libpcap could not open {path}");
-    loop {
-        let mut hdr: *mut PcapPkthdr = std::ptr::null_mut();
-        let mut data: *const u8 = std::ptr::null();
-        // SAFETY: p is an open handle; hdr and data are out-pointers libpcap fills.
-        let rc = unsafe { pcap_next_ex(p, &mut hdr, &mut data) };
-        if rc != 1 {
-            break;
-        }
-        // SAFETY: on rc == 1, hdr and data are valid until the next call, data holding
-        // caplen bytes.
-        let bytes = unsafe { std::slice::from_raw_parts(data, (*hdr).caplen as usize) };
-        f(bytes);
-    }
-    // SAFETY: p came from pcap_open_offline and is closed once.
-    unsafe { pcap_close(p) };
+fn libpcap_each(path: &str, f: impl FnMut(&[u8])) {
+    libpcap::for_each_packet(path, f)
 }
 
 fn be16(b: &[u8], i: usize) -> Option<u16> {

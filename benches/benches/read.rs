@@ -10,94 +10,20 @@
 //! Inputs are generated into `target/bench-data/` on first use (or taken from
 //! `TRACEKIT_BENCH_DIR`).
 
-use std::ffi::{CString, c_char, c_int, c_void};
 use std::hint::black_box;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use tracekit::{CreateOptions, ReadMode, TsResolution};
+use tracekit::{CreateOptions, ReadMode};
 use tracekit_bench::tasks::t1_count;
-use tracekit_bench::traffic::{GenOptions, generate};
-
-/// Packets in each input. `cargo bench` passes `--bench`; under `cargo test` the
-/// benchmarks run once as a smoke test, on small inputs.
-fn packets() -> u64 {
-    if std::env::args().any(|a| a == "--bench") {
-        400_000
-    } else {
-        2_000
-    }
-}
-
-fn bench_dir() -> PathBuf {
-    std::env::var("TRACEKIT_BENCH_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|_| Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/bench-data"))
-}
+use tracekit_bench::{inputs, libpcap};
 
 fn input(name: &str, snaplen: u32) -> String {
-    let dir = bench_dir();
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join(format!("{}-{name}", packets()));
-    if !path.exists() {
-        let options = CreateOptions {
-            ts_resolution: Some(TsResolution::MICRO),
-            snaplen: Some(snaplen),
-            ..CreateOptions::default()
-        };
-        let tmp = dir.join(format!("partial-{name}"));
-        let mut sink = tracekit::create(tmp.to_str().unwrap(), &options).unwrap();
-        let gen_options = GenOptions {
-            packets: packets(),
-            ..GenOptions::default()
-        };
-        generate(gen_options, |p| {
-            sink.write_packet(&p.snapped(snaplen as usize)).unwrap()
-        });
-        sink.finish().unwrap();
-        std::fs::rename(tmp, &path).unwrap();
-    }
-    path.to_str().unwrap().to_string()
+    inputs::generated(name, snaplen)
 }
 
-#[repr(C)]
-struct PcapPkthdr {
-    ts_sec: i64,
-    ts_usec: i64,
-    caplen: u32,
-    len: u32,
-}
-
-#[link(name = "pcap")]
-unsafe extern "C" {
-    fn pcap_open_offline(fname: *const c_char, errbuf: *mut c_char) -> *mut c_void;
-    fn pcap_next_ex(p: *mut c_void, hdr: *mut *mut PcapPkthdr, data: *mut *const u8) -> c_int;
-    fn pcap_close(p: *mut c_void);
-}
-
-/// Task T1 through libpcap, as the peer harness's libpcap implementation does it.
 fn libpcap_t1(path: &str) -> (u64, u64) {
-    let name = CString::new(path).unwrap();
-    let mut errbuf = [0 as c_char; 256];
-    // SAFETY: name is NUL-terminated; errbuf has PCAP_ERRBUF_SIZE (256) bytes.
-    let p = unsafe { pcap_open_offline(name.as_ptr(), errbuf.as_mut_ptr()) };
-    assert!(!p.is_null(), "libpcap could not open {path}");
-    let (mut packets, mut bytes) = (0u64, 0u64);
-    loop {
-        let mut hdr: *mut PcapPkthdr = std::ptr::null_mut();
-        let mut data: *const u8 = std::ptr::null();
-        // SAFETY: p is an open handle; hdr and data are out-pointers libpcap fills.
-        let rc = unsafe { pcap_next_ex(p, &mut hdr, &mut data) };
-        if rc != 1 {
-            break;
-        }
-        packets += 1;
-        // SAFETY: on rc == 1 libpcap points hdr at a valid header until the next call.
-        bytes += u64::from(unsafe { (*hdr).caplen });
-    }
-    // SAFETY: p came from pcap_open_offline and is closed once.
-    unsafe { pcap_close(p) };
-    (packets, bytes)
+    libpcap::count(path)
 }
 
 fn t1(c: &mut Criterion) {

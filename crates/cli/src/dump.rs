@@ -2,13 +2,15 @@
 
 use std::io::Write;
 
-use anyhow::{Context, Result};
+use std::fmt::Write as _;
+
+use anyhow::Result;
 use clap::Args;
 use tracekit::decode::Decoded;
 use tracekit::decode::dump::write_layers;
-use tracekit::{CaptureSource, Filter};
 
 use crate::Outcome;
+use crate::numbered::each_packet;
 use crate::timefmt;
 
 /// Print every layer of every packet in readable form (like `tracepktdump` or
@@ -31,37 +33,17 @@ pub struct DumpArgs {
 }
 
 pub fn run(args: DumpArgs) -> Result<Outcome> {
-    let mut filter = args
-        .filter
-        .as_deref()
-        .map(|e| Filter::new(e, 262_144))
-        .transpose()
-        .context("filter")?;
-    let mut source = tracekit::open(&args.file)?;
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
     let mut text = String::new();
-    let mut number = 0u64;
     let mut shown = 0u64;
-    let error = loop {
+    let ended = each_packet(&args.file, args.filter.as_deref(), |number, packet| {
         if args.count.is_some_and(|c| shown >= c) {
-            break None;
-        }
-        let packet = match source.next_packet() {
-            Ok(Some(p)) => p,
-            Ok(None) => break None,
-            Err(e) => break Some(e),
-        };
-        number += 1;
-        if let Some(f) = filter.as_mut()
-            && !f.matches(&packet)?
-        {
-            continue;
+            return Ok(false);
         }
         shown += 1;
         text.clear();
         let m = packet.meta();
-        use std::fmt::Write as _;
         let _ = writeln!(
             text,
             "Packet {number}: {} caplen {} wire {} link {}{}",
@@ -75,7 +57,7 @@ pub fn run(args: DumpArgs) -> Result<Outcome> {
                 String::new()
             }
         );
-        let d = Decoded::new(&packet);
+        let d = Decoded::new(packet);
         let _ = write_layers(&mut text, &d, "  ");
         if args.hex {
             for (i, chunk) in packet.data().chunks(16).enumerate() {
@@ -88,9 +70,10 @@ pub fn run(args: DumpArgs) -> Result<Outcome> {
         }
         text.push('\n');
         out.write_all(text.as_bytes())?;
-    };
+        Ok(true)
+    })?;
     out.flush()?;
-    match error {
+    match ended.error {
         Some(e) => {
             eprintln!(
                 "tracekit dump: {e}\ntracekit dump: {}: the packets above are those before the damage",

@@ -3,13 +3,13 @@
 
 use std::io::Write;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use clap::Args;
 use tracekit::decode::Decoded;
 use tracekit::decode::fields::{Field, write_field};
-use tracekit::{CaptureSource, Filter};
 
 use crate::Outcome;
+use crate::numbered::each_packet;
 
 /// Print the named fields of every packet, one line per packet, like `tshark -T fields`.
 ///
@@ -59,13 +59,6 @@ pub fn run(args: FieldsArgs) -> Result<Outcome> {
             .map(|f| f.parse::<Field>())
             .collect::<Result<_, _>>()?
     };
-    let mut filter = args
-        .filter
-        .as_deref()
-        .map(|e| Filter::new(e, 262_144))
-        .transpose()
-        .context("filter")?;
-    let mut source = tracekit::open(&args.file)?;
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::with_capacity(1 << 16, stdout.lock());
     if args.header {
@@ -73,36 +66,25 @@ pub fn run(args: FieldsArgs) -> Result<Outcome> {
         writeln!(out, "{}", names.join(&args.separator))?;
     }
     let mut line = String::with_capacity(256);
-    let mut number = 0u64;
-    let error = loop {
-        let packet = match source.next_packet() {
-            Ok(Some(p)) => p,
-            Ok(None) => break None,
-            Err(e) => break Some(e),
-        };
-        number += 1;
-        if let Some(f) = filter.as_mut()
-            && !f.matches(&packet)?
-        {
-            continue;
-        }
-        let d = Decoded::new(&packet);
+    let ended = each_packet(&args.file, args.filter.as_deref(), |number, packet| {
+        let d = Decoded::new(packet);
         line.clear();
         for (i, field) in fields.iter().enumerate() {
             if i > 0 {
                 line.push_str(&args.separator);
             }
-            write_field(&mut line, *field, number, &packet, &d);
+            write_field(&mut line, *field, number, packet, &d);
         }
         line.push('\n');
         out.write_all(line.as_bytes())?;
-    };
+        Ok(true)
+    })?;
     out.flush()?;
-    match error {
+    match ended.error {
         Some(e) => {
             eprintln!(
-                "tracekit fields: {e}\ntracekit fields: {}: the lines above cover the {number} packets before the damage",
-                args.file
+                "tracekit fields: {e}\ntracekit fields: {}: the lines above cover the {} packets before the damage",
+                args.file, ended.read
             );
             Ok(Outcome::Failed)
         }

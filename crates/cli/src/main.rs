@@ -7,6 +7,7 @@ mod convert;
 mod dump;
 mod fields;
 mod info;
+mod numbered;
 mod progress;
 mod timefmt;
 

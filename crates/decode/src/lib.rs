@@ -736,36 +736,27 @@ impl<'a> Decoded<'a> {
                     }
                 }
             },
-            ip_proto::ICMP if n.version == 4 => match IcmpHeader::new_checked(b) {
-                Some(h) => Transport::Icmp(h),
-                None => {
-                    self.note(Anomaly::IcmpTruncated);
-                    Transport::Truncated {
-                        protocol: n.proto,
-                        bytes: b,
-                    }
-                }
-            },
-            ip_proto::ICMPV6 => match Icmpv6Header::new_checked(b) {
-                Some(h) => Transport::Icmpv6(h),
-                None => {
-                    self.note(Anomaly::Icmpv6Truncated);
-                    Transport::Truncated {
-                        protocol: n.proto,
-                        bytes: b,
-                    }
-                }
-            },
-            ip_proto::SCTP => match SctpHeader::new_checked(b) {
-                Some(h) => Transport::Sctp(h),
-                None => {
-                    self.note(Anomaly::SctpTruncated);
-                    Transport::Truncated {
-                        protocol: n.proto,
-                        bytes: b,
-                    }
-                }
-            },
+            ip_proto::ICMP if n.version == 4 => self.or_truncated(
+                IcmpHeader::new_checked(b),
+                Transport::Icmp,
+                Anomaly::IcmpTruncated,
+                n.proto,
+                b,
+            ),
+            ip_proto::ICMPV6 => self.or_truncated(
+                Icmpv6Header::new_checked(b),
+                Transport::Icmpv6,
+                Anomaly::Icmpv6Truncated,
+                n.proto,
+                b,
+            ),
+            ip_proto::SCTP => self.or_truncated(
+                SctpHeader::new_checked(b),
+                Transport::Sctp,
+                Anomaly::SctpTruncated,
+                n.proto,
+                b,
+            ),
             ip_proto::GRE => match GreHeader::parse(b) {
                 Ok(h) => Transport::Gre(h),
                 Err(e) => {
@@ -785,6 +776,24 @@ impl<'a> Decoded<'a> {
             },
         };
         Some(t)
+    }
+
+    /// `wrap(view)`, or (noting `anomaly`) the truncated transport when the view is missing.
+    fn or_truncated<T>(
+        &self,
+        view: Option<T>,
+        wrap: fn(T) -> Transport<'a>,
+        anomaly: Anomaly,
+        protocol: u8,
+        bytes: &'a [u8],
+    ) -> Transport<'a> {
+        match view {
+            Some(h) => wrap(h),
+            None => {
+                self.note(anomaly);
+                Transport::Truncated { protocol, bytes }
+            }
+        }
     }
 
     /// Checks a TCP header, recording anomalies; `None` when the fixed part is missing.

@@ -1,0 +1,45 @@
+//! The read loop shared by the per-packet commands (`fields`, `dump`): every packet of a
+//! file numbered from 1, as in the file, with an optional tcpdump filter.
+
+use anyhow::{Context, Result};
+use tracekit::{CaptureSource, Filter, Packet};
+
+/// How a numbered read ended.
+pub struct Ended {
+    /// Packets read (kept or not).
+    pub read: u64,
+    /// The damage that stopped the read, if any.
+    pub error: Option<tracekit::Error>,
+}
+
+/// Hands each packet of `file` that `filter` keeps to `f` with its number in the file;
+/// `f` returns `false` to stop early.
+pub fn each_packet(
+    file: &str,
+    filter: Option<&str>,
+    mut f: impl FnMut(u64, &Packet<'_>) -> Result<bool>,
+) -> Result<Ended> {
+    let mut filter = filter
+        .map(|e| Filter::new(e, 262_144))
+        .transpose()
+        .context("filter")?;
+    let mut source = tracekit::open(file)?;
+    let mut read = 0u64;
+    let error = loop {
+        let packet = match source.next_packet() {
+            Ok(Some(p)) => p,
+            Ok(None) => break None,
+            Err(e) => break Some(e),
+        };
+        read += 1;
+        if let Some(flt) = filter.as_mut()
+            && !flt.matches(&packet)?
+        {
+            continue;
+        }
+        if !f(read, &packet)? {
+            break None;
+        }
+    };
+    Ok(Ended { read, error })
+}
