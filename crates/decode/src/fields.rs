@@ -205,11 +205,13 @@ pub fn write_field<'a>(
             _ => Ok(()),
         },
         Field::VlanId => {
+            // `vlans()` borrows only the bytes, so the ids of every level chain without
+            // collecting.
             join(
                 out,
                 levels(d)
                     .filter(|l| !l.quoted)
-                    .flat_map(|l| l.vlans().map(|v| v.id).collect::<Vec<_>>()),
+                    .flat_map(|l| l.vlans().map(|v| v.id)),
             );
             Ok(())
         }

@@ -334,12 +334,6 @@ impl<'a> Decoded<'a> {
         self.walk_link()
     }
 
-    #[cold]
-    #[inline(never)]
-    fn walk_link_cold(&self) -> LinkInfo {
-        self.walk_link()
-    }
-
     fn walk_link(&self) -> LinkInfo {
         let mut an = self.anomalies.get();
         let mut li = link::walk(self.data, self.framing, &mut an);
@@ -392,7 +386,7 @@ impl<'a> Decoded<'a> {
     }
 
     /// The VLAN tags, outermost first.
-    pub fn vlans(&self) -> impl Iterator<Item = Vlan> + 'a {
+    pub fn vlans(&self) -> impl Iterator<Item = Vlan> + use<'a> {
         let walk = if self.link_info().vlan_count == 0 {
             None
         } else {
@@ -405,7 +399,7 @@ impl<'a> Decoded<'a> {
     }
 
     /// The MPLS label stack, top first.
-    pub fn mpls_labels(&self) -> impl Iterator<Item = MplsLabel> + 'a {
+    pub fn mpls_labels(&self) -> impl Iterator<Item = MplsLabel> + use<'a> {
         let walk = if self.link_info().mpls_count == 0 {
             None
         } else {
@@ -447,10 +441,7 @@ impl<'a> Decoded<'a> {
     }
 
     fn walk_net(&self) -> NetInfo {
-        let li = match self.link.get() {
-            Some(li) => li,
-            None => self.walk_link_cold(),
-        };
+        let li = self.link_info();
         let n = match li.ethertype {
             ethertype::IPV4 => self.walk_ipv4(&li),
             ethertype::IPV6 => self.walk_ipv6(&li),
