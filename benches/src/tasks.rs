@@ -1,5 +1,6 @@
 //! The benchmark tasks, written against the public tracekit API as a user would.
 
+use tracekit::analysis::Ports;
 use tracekit::{CaptureSource, Error, ReadMode};
 
 /// Task T1: count packets and captured bytes.
@@ -35,7 +36,7 @@ pub fn t1_count_filtered(uri: &str, expr: &str) -> Result<(u64, u64), Error> {
 }
 
 use tracekit::decode::dns::RData;
-use tracekit::decode::{Decoded, TcpOption, Transport, ip_proto};
+use tracekit::decode::{Decoded, TcpOption};
 
 /// Task T2's result: TCP packets, and sums over their headers.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -158,104 +159,13 @@ pub fn t4_dns(uri: &str) -> Result<DnsCounts, Error> {
 }
 
 /// Task T5 (the libtrace paper's "Ports" analysis): packets and application bytes per
-/// transport protocol and port, for source and destination ports. Non-first fragments
-/// and packets whose transport header was cut are counted apart, not guessed.
-pub struct PortCounts {
-    /// Indexed by `[proto (0 TCP, 1 UDP)][direction (0 src, 1 dst)][port]`:
-    /// (packets, application bytes).
-    pub table: Vec<(u64, u64)>,
-    /// Non-first fragments.
-    pub fragments: u64,
-    /// TCP/UDP packets whose header was not captured completely.
-    pub truncated: u64,
-    /// Packets that are neither TCP nor UDP (or not IP).
-    pub other: u64,
-}
-
-impl PortCounts {
-    fn new() -> PortCounts {
-        PortCounts {
-            table: vec![(0, 0); 2 * 2 * 65536],
-            fragments: 0,
-            truncated: 0,
-            other: 0,
-        }
-    }
-
-    /// (packets, bytes) for `proto` (6 or 17), source (`dst == false`) or destination port.
-    pub fn get(&self, proto: u8, dst: bool, port: u16) -> (u64, u64) {
-        let p = usize::from(proto == ip_proto::UDP);
-        self.table[(p * 2 + usize::from(dst)) * 65536 + usize::from(port)]
-    }
-
-    /// A checksum over the whole table, for comparing implementations.
-    pub fn checksum(&self) -> u64 {
-        let mut h = 0u64;
-        for (i, (p, b)) in self.table.iter().enumerate() {
-            if *p != 0 {
-                h = h
-                    .wrapping_add((i as u64 + 1).wrapping_mul(p.wrapping_mul(31).wrapping_add(*b)));
-            }
-        }
-        h
-    }
-
-    /// Total packets counted under source ports.
-    pub fn packets(&self) -> u64 {
-        (0..2)
-            .map(|p| {
-                self.table[p * 2 * 65536..(p * 2 + 1) * 65536]
-                    .iter()
-                    .map(|e| e.0)
-                    .sum::<u64>()
-            })
-            .sum()
-    }
-}
-
-/// Task T5: see [`PortCounts`].
-pub fn t5_ports(uri: &str) -> Result<PortCounts, Error> {
+/// transport protocol and port, for source and destination ports, as
+/// [`tracekit::analysis::Ports`] counts them (the library type `tracekit ports` uses).
+pub fn t5_ports(uri: &str) -> Result<Ports, Error> {
     let mut source = tracekit::open(uri)?;
-    let mut c = PortCounts::new();
+    let mut ports = Ports::new();
     while let Some(p) = source.next_packet()? {
-        let d = Decoded::new(&p);
-        let (proto, sp, dp) = match d.transport() {
-            Some(Transport::Tcp(h)) => (ip_proto::TCP, h.src_port(), h.dst_port()),
-            Some(Transport::Udp(h)) => (ip_proto::UDP, h.src_port(), h.dst_port()),
-            Some(Transport::Truncated {
-                protocol: ip_proto::TCP | ip_proto::UDP,
-                ..
-            }) => {
-                c.truncated += 1;
-                continue;
-            }
-            Some(_) => {
-                c.other += 1;
-                continue;
-            }
-            // No transport header here: a non-first fragment, or not TCP/UDP at all.
-            None => {
-                match (d.ip_protocol(), d.fragment()) {
-                    (Some(ip_proto::TCP | ip_proto::UDP), Some(f)) if !f.is_first() => {
-                        c.fragments += 1
-                    }
-                    (Some(ip_proto::TCP | ip_proto::UDP), _) => c.truncated += 1,
-                    _ => c.other += 1,
-                }
-                continue;
-            }
-        };
-        let Some(bytes) = d.payload_wire_len() else {
-            c.truncated += 1;
-            continue;
-        };
-        let base = usize::from(proto == ip_proto::UDP) * 2 * 65536;
-        let e = &mut c.table[base + usize::from(sp)];
-        e.0 += 1;
-        e.1 += u64::from(bytes);
-        let e = &mut c.table[base + 65536 + usize::from(dp)];
-        e.0 += 1;
-        e.1 += u64::from(bytes);
+        ports.add(&p);
     }
-    Ok(c)
+    Ok(ports)
 }

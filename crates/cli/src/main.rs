@@ -7,8 +7,14 @@ mod convert;
 mod dump;
 mod fields;
 mod info;
+mod merge;
 mod numbered;
+mod output;
+mod ports;
 mod progress;
+mod rtstats;
+mod split;
+mod stats;
 mod timefmt;
 
 use std::process::ExitCode;
@@ -29,6 +35,11 @@ enum Command {
     Convert(convert::ConvertArgs),
     Fields(fields::FieldsArgs),
     Dump(dump::DumpArgs),
+    Stats(stats::StatsArgs),
+    Split(split::SplitArgs),
+    Merge(merge::MergeArgs),
+    Ports(ports::PortsArgs),
+    Rtstats(rtstats::RtstatsArgs),
 }
 
 /// How a command ended, for the exit status: 0 success, 1 a trace or output problem
@@ -49,6 +60,11 @@ fn main() -> ExitCode {
         Command::Convert(args) => convert::run(args),
         Command::Fields(args) => fields::run(args),
         Command::Dump(args) => dump::run(args),
+        Command::Stats(args) => stats::run(args),
+        Command::Split(args) => split::run(args),
+        Command::Merge(args) => merge::run(args),
+        Command::Ports(args) => ports::run(args),
+        Command::Rtstats(args) => rtstats::run(args),
     };
     match result {
         Ok(Outcome::Ok) => ExitCode::SUCCESS,

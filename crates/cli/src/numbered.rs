@@ -1,8 +1,11 @@
-//! The read loop shared by the per-packet commands (`fields`, `dump`): every packet of a
-//! file numbered from 1, as in the file, with an optional tcpdump filter.
+//! The read loop shared by the per-packet commands (`fields`, `dump`, `stats`, `ports`,
+//! `rtstats`): every packet of a file numbered from 1, as in the file, with an optional
+//! tcpdump filter and a progress bar on a terminal.
 
 use anyhow::{Context, Result};
 use tracekit::{CaptureSource, Filter, Packet};
+
+use crate::progress::Progress;
 
 /// How a numbered read ended.
 pub struct Ended {
@@ -24,8 +27,10 @@ pub fn each_packet(
         .transpose()
         .context("filter")?;
     let mut source = tracekit::open(file)?;
+    let mut progress = Progress::new(file, source.size_hint());
     let mut read = 0u64;
     let error = loop {
+        progress.tick(|| source.position());
         let packet = match source.next_packet() {
             Ok(Some(p)) => p,
             Ok(None) => break None,
@@ -41,5 +46,6 @@ pub fn each_packet(
             break None;
         }
     };
+    progress.finish();
     Ok(Ended { read, error })
 }

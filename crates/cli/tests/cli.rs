@@ -345,7 +345,9 @@ fn closed_stdout_ends_quietly() {
 
 #[test]
 fn every_command_has_help_with_an_example() {
-    for cmd in ["info", "convert", "fields", "dump"] {
+    for cmd in [
+        "info", "convert", "fields", "dump", "stats", "split", "merge", "ports", "rtstats",
+    ] {
         let out = tracekit().args([cmd, "--help"]).output().unwrap();
         assert!(out.status.success());
         let text = String::from_utf8(out.stdout).unwrap();

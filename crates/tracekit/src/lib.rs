@@ -36,13 +36,15 @@
 
 #![forbid(unsafe_code)]
 
+pub mod analysis;
 mod copy;
 mod format;
+pub mod merge;
 mod sink;
 mod source;
 mod summary;
 
-pub use copy::{CopyError, copy};
+pub use copy::{CopyError, InterfaceDescriber, copy};
 pub use format::Format;
 pub use sink::{CreateOptions, Sink, create};
 pub use source::{Metadata, OpenOptions, Source, open, open_with};

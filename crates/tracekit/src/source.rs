@@ -344,6 +344,19 @@ impl Source {
         }
     }
 
+    /// The packet the last [`CaptureSource::next_packet`] returned, lent again without
+    /// reading further (`None` before the first packet, at the end and after an error).
+    /// This is how a merge compares the inputs' next time stamps without copying
+    /// packets: advance, look at the time stamp, and lend the packet only when chosen.
+    #[inline]
+    pub fn current_packet(&self) -> Option<Packet<'_>> {
+        match &self.kind {
+            SourceKind::Pcap(r) => r.current_packet(),
+            SourceKind::Pcapng(r) => r.current_packet(),
+            SourceKind::Erf(r) => r.current_packet(),
+        }
+    }
+
     /// The pcapng reader (sections, interfaces, statistics), when the trace is pcapng.
     pub fn as_pcapng(&self) -> Option<&PcapngReader> {
         match &self.kind {

@@ -56,6 +56,8 @@ pub struct ErfReader {
     last_link: [Option<LinkType>; 4],
     notes: ErfNotes,
     done: bool,
+    /// Where the record last handed out lies in the input window.
+    current: Option<(usize, usize, Meta)>,
 }
 
 impl ErfReader {
@@ -82,6 +84,7 @@ impl ErfReader {
             last_link: [None; 4],
             notes: ErfNotes::default(),
             done: false,
+            current: None,
         }
     }
 
@@ -137,12 +140,23 @@ impl ErfReader {
         &mut self,
         mut keep: impl FnMut(&Packet<'_>) -> Result<bool, Error>,
     ) -> Result<Option<Packet<'_>>, Error> {
+        self.current = None;
         while let Some((start, len, meta)) = self.next_record()? {
             if keep(&Packet::new(self.input.window(start, len), meta))? {
+                self.current = Some((start, len, meta));
                 return Ok(Some(Packet::new(self.input.window(start, len), meta)));
             }
         }
         Ok(None)
+    }
+
+    /// The packet the last `next_packet` (or `next_matching`) call returned, lent again
+    /// without reading further; `None` before the first packet and after the end or an
+    /// error. A merge peeks at time stamps this way without copying packets.
+    #[inline]
+    pub fn current_packet(&self) -> Option<Packet<'_>> {
+        let (start, len, meta) = self.current?;
+        Some(Packet::new(self.input.window(start, len), meta))
     }
 
     /// The next record: where its handed-out bytes are in the input window, and its

@@ -92,6 +92,8 @@ pub struct PcapReader {
     packets: u64,
     notes: PcapNotes,
     done: bool,
+    /// Where the packet last handed out lies in the input window.
+    current: Option<(usize, usize, Meta)>,
 }
 
 impl PcapReader {
@@ -128,6 +130,7 @@ impl PcapReader {
             packets: 0,
             notes: PcapNotes::default(),
             done: false,
+            current: None,
         })
     }
 
@@ -177,12 +180,23 @@ impl PcapReader {
         &mut self,
         mut keep: impl FnMut(&Packet<'_>) -> Result<bool, Error>,
     ) -> Result<Option<Packet<'_>>, Error> {
+        self.current = None;
         while let Some((start, caplen, meta)) = self.next_record()? {
             if keep(&Packet::new(self.input.window(start, caplen), meta))? {
+                self.current = Some((start, caplen, meta));
                 return Ok(Some(Packet::new(self.input.window(start, caplen), meta)));
             }
         }
         Ok(None)
+    }
+
+    /// The packet the last `next_packet` (or `next_matching`) call returned, lent again
+    /// without reading further; `None` before the first packet and after the end or an
+    /// error. A merge peeks at time stamps this way without copying packets.
+    #[inline]
+    pub fn current_packet(&self) -> Option<Packet<'_>> {
+        let (start, caplen, meta) = self.current?;
+        Some(Packet::new(self.input.window(start, caplen), meta))
     }
 
     /// The next record: where its bytes are in the input window, and its metadata.

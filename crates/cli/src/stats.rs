@@ -1,0 +1,231 @@
+//! `tracekit stats`: packets and bytes per filter (libtrace's tracestats), and a protocol
+//! breakdown.
+
+use std::io::Write;
+
+use anyhow::{Context, Result};
+use clap::Args;
+use serde::Serialize;
+use tracekit::Filter;
+use tracekit::analysis::Protocols;
+use tracekit::decode::Decoded;
+
+use crate::Outcome;
+use crate::numbered;
+
+/// Count packets and bytes per filter and in total, like libtrace's tracestats; without
+/// filters, also a protocol breakdown (IPv4/IPv6/other, TCP/UDP/ICMP/other, fragments,
+/// and the decoder's anomalies by name).
+///
+/// Bytes are wire bytes (the packets' length on the wire); captured bytes are given
+/// too. A damaged file gives the figures of its good packets, the error, and exit
+/// status 1.
+///
+/// Example: `tracekit stats -f tcp -f "udp port 53" samples/sample.pcap`
+#[derive(Args)]
+pub struct StatsArgs {
+    /// Count the packets matching this tcpdump filter expression (repeatable).
+    #[arg(short = 'f', long = "filter", value_name = "EXPR")]
+    filters: Vec<String>,
+    /// Print one JSON object per file.
+    #[arg(long)]
+    json: bool,
+    /// Trace files (`-` for standard input).
+    #[arg(required = true)]
+    files: Vec<String>,
+}
+
+#[derive(Serialize, Default, Clone, Copy)]
+struct Counts {
+    packets: u64,
+    captured_bytes: u64,
+    wire_bytes: u64,
+}
+
+impl Counts {
+    #[inline]
+    fn add(&mut self, p: &tracekit::Packet<'_>) {
+        self.packets += 1;
+        self.captured_bytes += p.caplen() as u64;
+        self.wire_bytes += u64::from(p.wire_len());
+    }
+}
+
+#[derive(Serialize)]
+struct FilterJson<'a> {
+    filter: &'a str,
+    #[serde(flatten)]
+    counts: Counts,
+}
+
+#[derive(Serialize)]
+struct ProtocolsJson {
+    ipv4: u64,
+    ipv6: u64,
+    other_network: u64,
+    tcp: u64,
+    udp: u64,
+    icmp: u64,
+    other_transport: u64,
+    fragments: u64,
+    with_anomalies: u64,
+    anomalies: serde_json::Map<String, serde_json::Value>,
+}
+
+#[derive(Serialize)]
+struct StatsJson<'a> {
+    file: &'a str,
+    #[serde(flatten)]
+    total: Counts,
+    filters: Vec<FilterJson<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    protocols: Option<ProtocolsJson>,
+    error: Option<String>,
+}
+
+pub fn run(args: StatsArgs) -> Result<Outcome> {
+    let mut filters = args
+        .filters
+        .iter()
+        .map(|e| Filter::new(e, 262_144).with_context(|| format!("filter '{e}'")))
+        .collect::<Result<Vec<_>>>()?;
+    let mut outcome = Outcome::Ok;
+    for (i, file) in args.files.iter().enumerate() {
+        let mut total = Counts::default();
+        let mut per_filter = vec![Counts::default(); filters.len()];
+        let mut protocols = filters.is_empty().then(Protocols::default);
+        let ended = numbered::each_packet(file, None, |_, p| {
+            total.add(p);
+            for (f, c) in filters.iter_mut().zip(per_filter.iter_mut()) {
+                if f.matches(p)? {
+                    c.add(p);
+                }
+            }
+            if let Some(protocols) = protocols.as_mut() {
+                protocols.add_decoded(&Decoded::new(p));
+            }
+            Ok(true)
+        });
+        let ended = match ended {
+            Ok(e) => e,
+            Err(e) if crate::is_broken_pipe(&e) => return Err(e),
+            Err(e) => {
+                eprintln!("tracekit stats: {e:#}");
+                outcome = Outcome::Failed;
+                continue;
+            }
+        };
+        let mut out = std::io::stdout().lock();
+        if args.json {
+            let record = StatsJson {
+                file,
+                total,
+                filters: args
+                    .filters
+                    .iter()
+                    .zip(&per_filter)
+                    .map(|(f, c)| FilterJson {
+                        filter: f,
+                        counts: *c,
+                    })
+                    .collect(),
+                protocols: protocols.as_ref().map(protocols_json),
+                error: ended.error.as_ref().map(ToString::to_string),
+            };
+            serde_json::to_writer(&mut out, &record)?;
+            writeln!(out)?;
+        } else {
+            if i > 0 {
+                writeln!(out)?;
+            }
+            writeln!(out, "{file}:")?;
+            let width = args
+                .filters
+                .iter()
+                .map(|f| f.len())
+                .chain([5])
+                .max()
+                .unwrap_or(5);
+            writeln!(
+                out,
+                "  {:<width$}  {:>12}  {:>15}  {:>15}",
+                "filter", "packets", "wire bytes", "captured bytes"
+            )?;
+            for (f, c) in args.filters.iter().zip(&per_filter) {
+                print_counts(&mut out, f, c, width)?;
+            }
+            print_counts(&mut out, "total", &total, width)?;
+            if let Some(p) = &protocols {
+                print_protocols(&mut out, p)?;
+            }
+        }
+        out.flush()?;
+        drop(out);
+        if let Some(e) = ended.error {
+            eprintln!(
+                "tracekit stats: {e}\ntracekit stats: {file}: the figures above cover the {} packets before the damage",
+                total.packets
+            );
+            outcome = Outcome::Failed;
+        }
+    }
+    Ok(outcome)
+}
+
+fn protocols_json(p: &Protocols) -> ProtocolsJson {
+    ProtocolsJson {
+        ipv4: p.ipv4,
+        ipv6: p.ipv6,
+        other_network: p.other_network,
+        tcp: p.tcp,
+        udp: p.udp,
+        icmp: p.icmp,
+        other_transport: p.other_transport,
+        fragments: p.fragments,
+        with_anomalies: p.with_anomalies,
+        anomalies: p
+            .anomalies()
+            .map(|(a, n)| (a.name().to_string(), n.into()))
+            .collect(),
+    }
+}
+
+fn print_counts(out: &mut impl Write, name: &str, c: &Counts, width: usize) -> std::io::Result<()> {
+    writeln!(
+        out,
+        "  {name:<width$}  {:>12}  {:>15}  {:>15}",
+        c.packets, c.wire_bytes, c.captured_bytes
+    )
+}
+
+fn print_protocols(out: &mut impl Write, p: &Protocols) -> std::io::Result<()> {
+    let share = |n: u64| {
+        if p.packets == 0 {
+            0.0
+        } else {
+            n as f64 * 100.0 / p.packets as f64
+        }
+    };
+    writeln!(out, "  protocols:")?;
+    for (name, n) in [
+        ("IPv4", p.ipv4),
+        ("IPv6", p.ipv6),
+        ("other network", p.other_network),
+        ("TCP", p.tcp),
+        ("UDP", p.udp),
+        ("ICMP", p.icmp),
+        ("other transport", p.other_transport),
+        ("IP fragments", p.fragments),
+        ("with anomalies", p.with_anomalies),
+    ] {
+        writeln!(out, "    {name:<24}  {n:>12}  {:>6.2}%", share(n))?;
+    }
+    let mut anomalies = p.anomalies().peekable();
+    if anomalies.peek().is_some() {
+        writeln!(out, "  anomalies:")?;
+        for (a, n) in anomalies {
+            writeln!(out, "    {:<24}  {n:>12}", a.name())?;
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,272 @@
+//! Merging traces: a streaming k-way merge by time stamp (or a concatenation), and
+//! duplicate removal.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::hash::Hasher;
+
+use tracekit_core::{CaptureSource, Error, InterfaceInfo, Packet, Timestamp};
+
+use crate::Source;
+
+/// How a merge numbers the interfaces of its output.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum InterfaceMode {
+    /// Keep the inputs' interface numbers when every input describes the same
+    /// interfaces (as `mergecap` does by default); otherwise one output interface per
+    /// input interface.
+    #[default]
+    Auto,
+    /// One output interface per input interface, numbered in order of first packet, so
+    /// that every output packet still tells which input it came from.
+    PerInput,
+}
+
+/// How [`Merge`] combines its inputs.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct MergeOptions {
+    /// Concatenate the inputs in the order given instead of merging by time stamp
+    /// (`mergecap -a`).
+    pub append: bool,
+    /// Interface numbering of the output.
+    pub interfaces: InterfaceMode,
+}
+
+struct MergeInput {
+    source: Source,
+    /// Whether the source holds a packet not handed out yet.
+    has_head: bool,
+    /// Packets read from it.
+    packets: u64,
+    /// The damage or I/O error that ended it early.
+    error: Option<Error>,
+}
+
+/// A streaming merge of traces: memory is bounded by the number of inputs, not their
+/// size, and packets are lent straight from each input's buffer (no copy).
+///
+/// Packets come out in time stamp order, ties broken by input order, like `mergecap`;
+/// each input is expected to be in time order itself (out-of-order packets are passed on
+/// where they are met). An input that fails (damage, I/O) ends at its last good packet;
+/// the others go on, and [`Merge::errors`] reports it.
+///
+/// ```no_run
+/// use tracekit::merge::{Merge, MergeOptions};
+/// use tracekit::CreateOptions;
+///
+/// let inputs = ["a.pcap", "b.pcapng.gz"].iter().map(|f| tracekit::open(f)).collect::<Result<Vec<_>, _>>()?;
+/// let mut merge = Merge::new(inputs, MergeOptions::default());
+/// let mut sink = tracekit::create("merged.pcapng", &CreateOptions::default())?;
+/// while let Some((_input, packet)) = merge.next_packet() {
+///     sink.write_packet(&packet)?;
+/// }
+/// sink.finish()?;
+/// for (input, e) in merge.errors() {
+///     eprintln!("input {input}: {e}");
+/// }
+/// # Ok::<(), tracekit::Error>(())
+/// ```
+pub struct Merge {
+    inputs: Vec<MergeInput>,
+    /// Inputs with a packet waiting, by (time stamp, input) (merge mode only).
+    heap: BinaryHeap<Reverse<(Timestamp, usize)>>,
+    /// The input whose packet was handed out last; it is advanced on the next call.
+    pending: Option<usize>,
+    append: bool,
+    /// Append mode: the input being read.
+    cursor: usize,
+    /// Whether input interface numbers are kept as they are.
+    keep_numbers: bool,
+    /// Per input: input interface → output interface (`u32::MAX`: none yet).
+    map: Vec<Vec<u32>>,
+    /// Per output interface: (input, input interface).
+    owners: Vec<(usize, u32)>,
+}
+
+impl Merge {
+    /// Starts a merge: reads the first packet of every input (so that their interfaces
+    /// are known before the first packet comes out).
+    pub fn new(sources: Vec<Source>, options: MergeOptions) -> Merge {
+        let mut merge = Merge {
+            inputs: sources
+                .into_iter()
+                .map(|source| MergeInput {
+                    source,
+                    has_head: false,
+                    packets: 0,
+                    error: None,
+                })
+                .collect(),
+            heap: BinaryHeap::new(),
+            pending: None,
+            append: options.append,
+            cursor: 0,
+            keep_numbers: false,
+            map: Vec::new(),
+            owners: Vec::new(),
+        };
+        merge.map = vec![Vec::new(); merge.inputs.len()];
+        for i in 0..merge.inputs.len() {
+            merge.advance(i);
+        }
+        merge.keep_numbers = options.interfaces == InterfaceMode::Auto && merge.same_interfaces();
+        merge
+    }
+
+    /// Whether every input describes the same list of interfaces.
+    fn same_interfaces(&self) -> bool {
+        let list = |s: &Source| -> Vec<InterfaceInfo> {
+            (0..)
+                .map_while(|id| s.interface_info(id))
+                .take(1 << 16)
+                .collect()
+        };
+        let mut lists = self.inputs.iter().map(|i| list(&i.source));
+        match lists.next() {
+            Some(first) => lists.all(|l| l == first),
+            None => true,
+        }
+    }
+
+    /// Reads the next packet of input `i`, queueing it when there is one.
+    fn advance(&mut self, i: usize) {
+        let input = &mut self.inputs[i];
+        input.has_head = false;
+        if input.error.is_some() {
+            return;
+        }
+        match input.source.next_packet() {
+            Ok(Some(p)) => {
+                let ts = p.ts();
+                input.has_head = true;
+                input.packets += 1;
+                if !self.append {
+                    self.heap.push(Reverse((ts, i)));
+                }
+            }
+            Ok(None) => {}
+            Err(e) => input.error = Some(e),
+        }
+    }
+
+    /// The next packet and the index of the input it came from; `None` when every input
+    /// has ended. The packet's interface number is the output's (see [`InterfaceMode`]).
+    #[inline]
+    pub fn next_packet(&mut self) -> Option<(usize, Packet<'_>)> {
+        if let Some(i) = self.pending.take() {
+            self.advance(i);
+        }
+        let i = if self.append {
+            while !self.inputs.get(self.cursor)?.has_head {
+                self.cursor += 1;
+            }
+            self.cursor
+        } else {
+            self.heap.pop()?.0.1
+        };
+        self.pending = Some(i);
+        let mut packet = self.inputs[i].source.current_packet()?;
+        if !self.keep_numbers {
+            let id = packet.meta().interface;
+            let slots = &mut self.map[i];
+            if slots.len() <= id as usize {
+                slots.resize(id as usize + 1, u32::MAX);
+            }
+            if slots[id as usize] == u32::MAX {
+                slots[id as usize] = self.owners.len() as u32;
+                self.owners.push((i, id));
+            }
+            packet.meta_mut().interface = slots[id as usize];
+        }
+        Some((i, packet))
+    }
+
+    /// What the input says about output interface `id` (for [`crate::Sink::describe_interface`]).
+    pub fn interface_info(&self, id: u32) -> Option<InterfaceInfo> {
+        if self.keep_numbers {
+            return self
+                .inputs
+                .iter()
+                .find_map(|input| input.source.interface_info(id));
+        }
+        let &(input, local) = self.owners.get(id as usize)?;
+        self.inputs[input].source.interface_info(local)
+    }
+
+    /// The inputs that ended early, with their errors.
+    pub fn errors(&self) -> impl Iterator<Item = (usize, &Error)> {
+        self.inputs
+            .iter()
+            .enumerate()
+            .filter_map(|(i, input)| input.error.as_ref().map(|e| (i, e)))
+    }
+
+    /// Packets read so far from input `i`.
+    pub fn packets_read(&self, i: usize) -> u64 {
+        self.inputs[i].packets
+    }
+
+    /// The inputs, in the order given.
+    pub fn sources(&self) -> impl Iterator<Item = &Source> {
+        self.inputs.iter().map(|i| &i.source)
+    }
+
+    /// Bytes consumed from all inputs, for progress display.
+    pub fn position(&self) -> u64 {
+        self.inputs.iter().map(|i| i.source.position()).sum()
+    }
+
+    /// Total size of the inputs, when every one is known.
+    pub fn size_hint(&self) -> Option<u64> {
+        self.inputs.iter().map(|i| i.source.size_hint()).sum()
+    }
+}
+
+/// Duplicate packet removal as `editcap -d` does it: a packet is a duplicate when its
+/// captured bytes equal those of one of the previous `window` packets (length and a
+/// 64-bit hash compared; every packet, duplicate or not, enters the window).
+#[derive(Debug, Clone)]
+pub struct Dedup {
+    recent: Vec<(u64, usize)>,
+    window: usize,
+    next: usize,
+    /// Duplicates found so far.
+    pub duplicates: u64,
+}
+
+impl Dedup {
+    /// `editcap -d`'s window: the previous four packets.
+    pub const DEFAULT_WINDOW: usize = 4;
+
+    /// Compares each packet with the previous `window` ones.
+    pub fn new(window: usize) -> Dedup {
+        Dedup {
+            recent: Vec::with_capacity(window),
+            window,
+            next: 0,
+            duplicates: 0,
+        }
+    }
+
+    /// Whether `packet` repeats one of the previous packets in the window; it enters
+    /// the window either way.
+    #[inline]
+    pub fn is_duplicate(&mut self, packet: &Packet<'_>) -> bool {
+        let window = self.window;
+        if window == 0 {
+            return false;
+        }
+        let mut h = std::hash::DefaultHasher::new();
+        h.write(packet.data());
+        let key = (h.finish(), packet.caplen());
+        let dup = self.recent.contains(&key);
+        if self.recent.len() < window {
+            self.recent.push(key);
+        } else {
+            self.recent[self.next] = key;
+            self.next = (self.next + 1) % window;
+        }
+        self.duplicates += u64::from(dup);
+        dup
+    }
+}
