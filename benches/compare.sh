@@ -9,11 +9,16 @@
 #   T3 tcpopts    tracekit-bench t3   | libtins
 #   T4 dns        tracekit-bench t4   | libtins
 #   T5 ports      tracekit-bench t5   | libtrace 3
+#   T6 gzread     tracekit-bench t6   | libtrace 3, zcat | libpcap
+#   T7 bz2read    tracekit-bench t7   | libtrace 3, bzcat | libpcap
+#   T8 gzwrite    tracekit-bench t8   | libtrace 3, gzip -6
+#   merge         tracekit merge      | mergecap (the two halves of the full trace)
+#   split         tracekit split      | editcap -c 100000
 #
 # The peers are written in benches/peers/ and built here with the system libraries
 # (libpcap-dev, libtins-dev, libtrace3-dev; installed when run as root). Inputs come from
 # tracekit-gen (400,000 packets; the same cut to 96 bytes; its DNS packets alone) unless BENCH_INPUT names a
-# file to use for every task. The peer harness of ../shared/bench, when present, can
+# file to use for every task. RUNS=n sets the runs, ONLY=regex the tasks (by name). The peer harness of ../shared/bench, when present, can
 # call `tracekit-bench TASK FILE` directly.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -27,7 +32,10 @@ fi
 cc -O2 -o "$out/libpcap_count" benches/peers/libpcap_count.c -lpcap
 g++ -O2 -o "$out/libtins_tasks" benches/peers/libtins_tasks.cpp -ltins
 cc -O2 -o "$out/libtrace_ports" benches/peers/libtrace_ports.c -ltrace
+cc -O2 -o "$out/libtrace_count" benches/peers/libtrace_count.c -ltrace
+cc -O2 -o "$out/libtrace_gzwrite" benches/peers/libtrace_gzwrite.c -ltrace
 cargo build --release -q -p tracekit-bench --bin tracekit-bench --bin tracekit-gen
+cargo build --release -q -p tracekit-cli
 bin=target/release
 
 full="${BENCH_INPUT:-$out/gen-400000.pcap}"
@@ -42,28 +50,83 @@ if [ -z "${BENCH_INPUT:-}" ] && [ ! -f "$dns" ]; then
     cargo run --release -q -p tracekit-cli -- convert -f "udp port 53" "$full" "$dns"
 fi
 
-# task | input | tracekit command | peer name | peer command
+# Inputs of the compression and trace-tool tasks: gzip and bzip2 files as the standard
+# tools write them (single stream), and the two halves of the full trace.
+[ -f "$full.gz" ] || gzip -6 -c "$full" >"$full.gz"
+[ -f "$full.bz2" ] || bzip2 -9 -c "$full" >"$full.bz2"
+halves() { # FILE PREFIX: the first and second half of FILE's packets
+    if [ ! -f "$2-000001.pcap" ]; then
+        n=$("$bin/tracekit-bench" t1 "$1" | awk '/^packets/ {print $2}')
+        "$bin/tracekit" split --packets $(((n + 1) / 2)) "$1" "$2.pcap" >/dev/null
+    fi
+}
+half="$out/half"
+halves "$full" "$half"
+shalf="$out/snap-half"
+halves "$snap" "$shalf"
+# Outputs of T8, merge and split go to WRITE_DIR (default: target/compare; a tmpfs such
+# as /dev/shm/tracekit takes the disk's writeback out of the comparison).
+# Each round writes into a fresh directory (@W@ in the commands) and the previous round's
+# is deleted between rounds, untimed: no tool pays for truncating or unlinking a file the
+# kernel is still writing back.
+wbase="${WRITE_DIR:-$out}/written"
+rm -rf "$wbase"
+w=@W@
+tk="$bin/tracekit"
+dg="$bin/tracekit-bench digest"
+
+# task ^ tracekit command ^ peer name ^ peer command [^ tracekit check ^ peer check]
+# Without checks, the commands' own outputs are compared; with them, the checks' outputs
+# (digests of the files written). Commands with | or > run under bash.
 tasks=(
-    "T1 count|$full|$bin/tracekit-bench t1 $full|libpcap|$out/libpcap_count $full"
-    "T1 count (96 B)|$snap|$bin/tracekit-bench t1 $snap|libpcap|$out/libpcap_count $snap"
-    "T2 tcp|$full|$bin/tracekit-bench t2 $full|libtins|$out/libtins_tasks t2 $full"
-    "T2 tcp (96 B)|$snap|$bin/tracekit-bench t2 $snap|libtins|$out/libtins_tasks t2 $snap"
-    "T3 tcpopts|$full|$bin/tracekit-bench t3 $full|libtins|$out/libtins_tasks t3 $full"
-    "T3 tcpopts (96 B)|$snap|$bin/tracekit-bench t3 $snap|libtins|$out/libtins_tasks t3 $snap"
-    "T4 dns|$full|$bin/tracekit-bench t4 $full|libtins|$out/libtins_tasks t4 $full"
-    "T4 dns (DNS only)|$dns|$bin/tracekit-bench t4 $dns|libtins|$out/libtins_tasks t4 $dns"
-    "T5 ports (96 B)|$snap|$bin/tracekit-bench t5 $snap|libtrace 3|$out/libtrace_ports $snap"
+    "T1 count^$bin/tracekit-bench t1 $full^libpcap^$out/libpcap_count $full"
+    "T1 count^$bin/tracekit-bench t1 $full^libtrace 3^$out/libtrace_count $full"
+    "T1 count (96 B)^$bin/tracekit-bench t1 $snap^libpcap^$out/libpcap_count $snap"
+    "T2 tcp^$bin/tracekit-bench t2 $full^libtins^$out/libtins_tasks t2 $full"
+    "T2 tcp (96 B)^$bin/tracekit-bench t2 $snap^libtins^$out/libtins_tasks t2 $snap"
+    "T3 tcpopts^$bin/tracekit-bench t3 $full^libtins^$out/libtins_tasks t3 $full"
+    "T3 tcpopts (96 B)^$bin/tracekit-bench t3 $snap^libtins^$out/libtins_tasks t3 $snap"
+    "T4 dns^$bin/tracekit-bench t4 $full^libtins^$out/libtins_tasks t4 $full"
+    "T4 dns (DNS only)^$bin/tracekit-bench t4 $dns^libtins^$out/libtins_tasks t4 $dns"
+    "T5 ports (96 B)^$bin/tracekit-bench t5 $snap^libtrace 3^$out/libtrace_ports $snap"
+    "T6 gzread^$bin/tracekit-bench t6 $full.gz^libtrace 3^$out/libtrace_count $full.gz"
+    "T6 gzread^$bin/tracekit-bench t6 $full.gz^zcat | libpcap^zcat $full.gz | $out/libpcap_count -"
+    "T7 bz2read^$bin/tracekit-bench t7 $full.bz2^libtrace 3^$out/libtrace_count $full.bz2"
+    "T7 bz2read^$bin/tracekit-bench t7 $full.bz2^bzcat | libpcap^bzcat $full.bz2 | $out/libpcap_count -"
+    "T8 gzwrite^$bin/tracekit-bench t8 $full $w/t8-ours.pcap.gz^libtrace 3^$out/libtrace_gzwrite $full $w/t8-libtrace.pcap.gz^$dg $w/t8-ours.pcap.gz^$dg $w/t8-libtrace.pcap.gz"
+    "T8 gzwrite^$bin/tracekit-bench t8 $full $w/t8-ours.pcap.gz^gzip -6^gzip -6 -c $full > $w/t8-gzip.pcap.gz^$dg $w/t8-ours.pcap.gz^$dg $w/t8-gzip.pcap.gz"
+    "merge halves^$tk merge -w $w/merge-ours.pcap $half-000000.pcap $half-000001.pcap^mergecap^mergecap -F pcap -w $w/merge-theirs.pcap $half-000000.pcap $half-000001.pcap^$dg $w/merge-ours.pcap^$dg $w/merge-theirs.pcap"
+    "split 100k^$tk split --packets 100000 $full $w/split-ours/s.pcap^editcap -c^editcap -c 100000 $full $w/split-theirs/e.pcap^bash -c \"$dg $w/split-ours/*\"^bash -c \"$dg $w/split-theirs/*\""
+    "merge halves (96 B)^$tk merge -w $w/smerge-ours.pcap $shalf-000000.pcap $shalf-000001.pcap^mergecap^mergecap -F pcap -w $w/smerge-theirs.pcap $shalf-000000.pcap $shalf-000001.pcap^$dg $w/smerge-ours.pcap^$dg $w/smerge-theirs.pcap"
+    "split 100k (96 B)^$tk split --packets 100000 $snap $w/ssplit-ours/s.pcap^editcap -c^editcap -c 100000 $snap $w/ssplit-theirs/e.pcap^bash -c \"$dg $w/ssplit-ours/*\"^bash -c \"$dg $w/ssplit-theirs/*\""
 )
+
+# ONLY=regex keeps the tasks whose name matches.
+if [ -n "${ONLY:-}" ]; then
+    kept=()
+    for t in "${tasks[@]}"; do
+        [[ ${t%%^*} =~ $ONLY ]] && kept+=("$t")
+    done
+    tasks=("${kept[@]}")
+fi
 
 now() { date +%s%N; }
 declare -A times
 for ((r = 0; r < runs; r++)); do
+    rm -rf "$wbase"
+    mkdir -p "$wbase"/{split-ours,split-theirs,ssplit-ours,ssplit-theirs}
+    sync
     for i in "${!tasks[@]}"; do
-        IFS='|' read -r _ _ ours _ theirs <<<"${tasks[$i]}"
+        IFS='^' read -r _ ours _ theirs _ <<<"${tasks[$i]}"
         for side in ours theirs; do
             cmd="${!side}"
+            cmd="${cmd//@W@/$wbase}"
             t0=$(now)
-            $cmd >"$out/result-$i-$side.txt"
+            if [[ $cmd == *[\|\>]* ]]; then
+                bash -c "$cmd" >"$out/result-$i-$side.txt"
+            else
+                $cmd >"$out/result-$i-$side.txt"
+            fi
             t1=$(now)
             times[$i-$side]+="$(((t1 - t0) / 1000)) "
         done
@@ -74,7 +137,11 @@ median() { tr ' ' '\n' | grep . | sort -n | awk '{a[NR]=$1} END {print a[int((NR
 printf "| task | tracekit | peer | peer time | peer / tracekit | results |\n|---|---|---|---|---|---|\n"
 status=0
 for i in "${!tasks[@]}"; do
-    IFS='|' read -r name _ _ peer _ <<<"${tasks[$i]}"
+    IFS='^' read -r name _ peer _ check_ours check_theirs <<<"${tasks[$i]}"
+    if [ -n "${check_ours:-}" ]; then
+        eval "${check_ours//@W@/$wbase}" >"$out/result-$i-ours.txt"
+        eval "${check_theirs//@W@/$wbase}" >"$out/result-$i-theirs.txt"
+    fi
     a=$(echo "${times[$i-ours]}" | median)
     b=$(echo "${times[$i-theirs]}" | median)
     if cmp -s "$out/result-$i-ours.txt" "$out/result-$i-theirs.txt"; then

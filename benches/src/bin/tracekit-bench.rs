@@ -8,6 +8,11 @@
 //!   `addresses`.
 //! - `t5 FILE`: the Ports analysis; prints `packets` (counted by source port),
 //!   `fragments`, `truncated`, `other`, `checksum`.
+//! - `t6 FILE.gz`, `t7 FILE.bz2`: T1 on a gzip or bzip2 compressed trace (decompressed
+//!   in parallel); same lines as `t1`.
+//! - `t8 IN OUT.gz`: write IN as gzip-compressed pcap at level 6; prints `packets N`.
+//! - `digest FILE...`: the packets of the files in sequence, as `packets N` and
+//!   `digest HEX` (time stamp, lengths and bytes), to compare outputs of different tools.
 //!
 //! Set `TRACEKIT_READ_MODE=mmap|read` to force a read mode (default: the library's) and
 //! `TRACEKIT_THREADS=N` for the decompression threads (default: one per core).
@@ -17,7 +22,9 @@ use tracekit::ReadMode;
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let (Some(task), Some(file)) = (args.get(1), args.get(2)) else {
-        eprintln!("usage: tracekit-bench t1|t2|t3|t4|t5 FILE");
+        eprintln!(
+            "usage: tracekit-bench t1|t2|t3|t4|t5|t6|t7 FILE | t8 IN OUT.gz | digest FILE..."
+        );
         std::process::exit(2);
     };
     let mode = match std::env::var("TRACEKIT_READ_MODE").as_deref() {
@@ -30,7 +37,18 @@ fn main() {
         .and_then(|t| t.parse().ok())
         .unwrap_or(0);
     match task.as_str() {
-        "t1" | "count" => match tracekit_bench::tasks::t1_count_with(file, mode, threads) {
+        "t8" | "gzwrite" => {
+            let Some(out) = args.get(3) else {
+                eprintln!("usage: tracekit-bench t8 IN OUT.gz");
+                std::process::exit(2);
+            };
+            report(tracekit_bench::tasks::t8_gzwrite(file, out, threads).map(|n| format!("packets {n}")))
+        }
+        "digest" => report(
+            tracekit_bench::tasks::digest(&args[2..])
+                .map(|(n, d)| format!("packets {n}\ndigest {d:016x}")),
+        ),
+        "t1" | "count" | "t6" | "gzread" | "t7" | "bz2read" => match tracekit_bench::tasks::t1_count_with(file, mode, threads) {
             Ok((packets, bytes)) => println!("packets {packets}\nbytes {bytes}"),
             Err(e) => {
                 eprintln!("tracekit-bench: {e}");
@@ -62,7 +80,9 @@ fn main() {
             )
         })),
         other => {
-            eprintln!("tracekit-bench: unknown task {other} (known: t1 t2 t3 t4 t5)");
+            eprintln!(
+                "tracekit-bench: unknown task {other} (known: t1 t2 t3 t4 t5 t6 t7 t8 digest)"
+            );
             std::process::exit(2);
         }
     }
