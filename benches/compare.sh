@@ -120,7 +120,10 @@ for ((r = 0; r < runs; r++)); do
         IFS='^' read -r _ ours _ theirs _ <<<"${tasks[$i]}"
         for side in ours theirs; do
             cmd="${!side}"
-            cmd="${cmd//@W@/$wbase}"
+                        cmd="${cmd//@W@/$wbase}"
+            # Untimed: earlier rounds' and rows' written data goes to disk first, so
+            # that no command is slowed by another's writeback.
+            [[ $cmd == *@W@* || ${tasks[$i]} == *"$wbase"* || ${!side} == *@W@* ]] && sync
             t0=$(now)
             if [[ $cmd == *[\|\>]* ]]; then
                 bash -c "$cmd" >"$out/result-$i-$side.txt"

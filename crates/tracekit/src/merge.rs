@@ -107,7 +107,11 @@ impl Merge {
         };
         merge.map = vec![Vec::new(); merge.inputs.len()];
         for i in 0..merge.inputs.len() {
-            merge.advance(i);
+            if let Some(ts) = merge.advance(i)
+                && !merge.append
+            {
+                merge.heap.push(Reverse((ts, i)));
+            }
         }
         merge.keep_numbers = options.interfaces == InterfaceMode::Auto && merge.same_interfaces();
         merge
@@ -128,24 +132,47 @@ impl Merge {
         }
     }
 
-    /// Reads the next packet of input `i`, queueing it when there is one.
-    fn advance(&mut self, i: usize) {
+    /// Reads the next packet of input `i`; its time stamp when there is one.
+    #[inline]
+    fn advance(&mut self, i: usize) -> Option<Timestamp> {
         let input = &mut self.inputs[i];
         input.has_head = false;
         if input.error.is_some() {
-            return;
+            return None;
         }
         match input.source.next_packet() {
             Ok(Some(p)) => {
                 let ts = p.ts();
                 input.has_head = true;
                 input.packets += 1;
-                if !self.append {
-                    self.heap.push(Reverse((ts, i)));
-                }
+                Some(ts)
             }
-            Ok(None) => {}
-            Err(e) => input.error = Some(e),
+            Ok(None) => None,
+            Err(e) => {
+                input.error = Some(e);
+                None
+            }
+        }
+    }
+
+    /// Merge mode: the input with the earliest packet, after advancing `pending`.
+    #[inline]
+    fn pick(&mut self, pending: Option<usize>) -> Option<usize> {
+        let Some(i) = pending else {
+            return Some(self.heap.pop()?.0.1);
+        };
+        let Some(ts) = self.advance(i) else {
+            return Some(self.heap.pop()?.0.1);
+        };
+        // The input just read usually stays the earliest (long runs from one input):
+        // then no heap work at all; otherwise it takes the top's place in one sift.
+        match self.heap.peek_mut() {
+            Some(mut top) if top.0 < (ts, i) => {
+                let chosen = top.0.1;
+                *top = Reverse((ts, i));
+                Some(chosen)
+            }
+            _ => Some(i),
         }
     }
 
@@ -153,16 +180,17 @@ impl Merge {
     /// has ended. The packet's interface number is the output's (see [`InterfaceMode`]).
     #[inline]
     pub fn next_packet(&mut self) -> Option<(usize, Packet<'_>)> {
-        if let Some(i) = self.pending.take() {
-            self.advance(i);
-        }
+        let pending = self.pending.take();
         let i = if self.append {
+            if let Some(i) = pending {
+                self.advance(i);
+            }
             while !self.inputs.get(self.cursor)?.has_head {
                 self.cursor += 1;
             }
             self.cursor
         } else {
-            self.heap.pop()?.0.1
+            self.pick(pending)?
         };
         self.pending = Some(i);
         let mut packet = self.inputs[i].source.current_packet()?;
