@@ -197,12 +197,10 @@ fn io_err(what: &str, iface: &str, e: io::Error) -> Error {
     ))
 }
 
-/// The link type of an interface, from its ARPHRD type in sysfs.
-fn link_type_of(iface: &str) -> Result<(LinkType, bool), Error> {
-    let path = format!("/sys/class/net/{iface}/type");
-    let text =
-        std::fs::read_to_string(&path).map_err(|e| io_err("cannot read its type", iface, e))?;
-    let hatype: u16 = text.trim().parse().unwrap_or(u16::MAX);
+/// The link type of an interface, from its ARPHRD hardware type.
+fn link_type_of(fd: &OwnedFd, iface: &str) -> Result<(LinkType, bool), Error> {
+    let hatype =
+        sys::hardware_type(fd, iface).map_err(|e| io_err("no such interface", iface, e))?;
     match hatype {
         ARPHRD_ETHER => Ok((LinkType::ETHERNET, false)),
         ARPHRD_LOOPBACK => Ok((LinkType::ETHERNET, true)),
@@ -287,7 +285,7 @@ impl AfPacket {
             )));
         }
         let page = 4096usize;
-        if options.block_size < 128 * 1024 || options.block_size % page != 0 {
+        if options.block_size < 128 * 1024 || !options.block_size.is_multiple_of(page) {
             return Err(Error::invalid_argument(format!(
                 "ring block size {} must be a multiple of {page} bytes and at least 128 KiB",
                 options.block_size
@@ -296,9 +294,9 @@ impl AfPacket {
         if options.block_nr == 0 {
             return Err(Error::invalid_argument("a ring needs at least one block"));
         }
-        let (link, loopback) = link_type_of(iface)?;
-        let ifindex = sys::if_index(iface).map_err(|e| io_err("no such interface", iface, e))?;
         let fd = sys::packet_socket().map_err(|e| io_err("socket(AF_PACKET)", iface, e))?;
+        let (link, loopback) = link_type_of(&fd, iface)?;
+        let ifindex = sys::if_index(iface).map_err(|e| io_err("no such interface", iface, e))?;
         sys::bind(&fd, ifindex, 0).map_err(|e| io_err("bind", iface, e))?;
         if options.promisc {
             let mreq = libc::packet_mreq {
@@ -404,7 +402,7 @@ impl AfPacket {
         &self.iface
     }
 
-        /// The interface index.
+    /// The interface index.
     pub fn ifindex(&self) -> i32 {
         self.ifindex
     }
@@ -763,6 +761,31 @@ impl CaptureSource for AfPacket {
 }
 
 /// A block of packets lent from the ring; it goes back to the kernel when dropped.
+///
+/// Its packets borrow it, so none can be used after the block went back:
+///
+/// ```compile_fail
+/// use tracekit_afpacket::AfPacket;
+/// fn first(cap: &mut AfPacket) -> usize {
+///     let kept;
+///     {
+///         let block = cap.next_block(None).unwrap().unwrap();
+///         kept = block.packets().next().unwrap();
+///     } // the block is handed back here
+///     kept.caplen()
+/// }
+/// ```
+///
+/// `to_owned()` keeps a copy:
+///
+/// ```no_run
+/// use tracekit_afpacket::AfPacket;
+/// fn first(cap: &mut AfPacket) -> Option<tracekit_core::OwnedPacket> {
+///     let block = cap.next_block(None).ok()??;
+///     let kept = block.packets().next().map(|p| p.to_owned());
+///     kept
+/// }
+/// ```
 pub struct Block<'a> {
     cap: &'a mut AfPacket,
 }

@@ -386,7 +386,11 @@ block_nr       = 32
             ),
             (
                 "fanout = rollover|rollover\n",
-                "c:1: fan-out flag 'rollover' given twice",
+                "c:1: fan-out mode rollover cannot take the rollover flag",
+            ),
+            (
+                "fanout = hash|defrag|defrag\n",
+                "c:1: fan-out flag 'defrag' given twice",
             ),
             ("group_ = 3\n", "c:1: 'group_' needs a device name"),
         ] {

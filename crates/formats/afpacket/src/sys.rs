@@ -41,6 +41,25 @@ pub fn if_index(name: &str) -> io::Result<i32> {
     }
 }
 
+/// The ARPHRD hardware type of interface `name`, as seen from `fd`'s network namespace
+/// (sysfs may show another one).
+pub fn hardware_type(fd: &OwnedFd, name: &str) -> io::Result<u16> {
+    // SAFETY: ifreq is plain old data; all-zero is valid.
+    let mut req: libc::ifreq = unsafe { zeroed() };
+    let bytes = name.as_bytes();
+    if bytes.len() >= req.ifr_name.len() || bytes.contains(&0) {
+        return Err(io::Error::from(io::ErrorKind::InvalidInput));
+    }
+    for (d, s) in req.ifr_name.iter_mut().zip(bytes) {
+        *d = *s as libc::c_char;
+    }
+    // SAFETY: `req` is a valid ifreq with a NUL-terminated name; SIOCGIFHWADDR writes
+    // only into it.
+    check(unsafe { libc::ioctl(fd.as_raw_fd(), libc::SIOCGIFHWADDR, &raw mut req) })?;
+    // SAFETY: SIOCGIFHWADDR fills the `ifru_hwaddr` member of the union.
+    Ok(unsafe { req.ifr_ifru.ifru_hwaddr.sa_family })
+}
+
 /// Binds `fd` to interface `ifindex` for `protocol` (host order; 0 receives nothing).
 pub fn bind(fd: &OwnedFd, ifindex: i32, protocol: u16) -> io::Result<()> {
     // SAFETY: sockaddr_ll is plain old data; all-zero is a valid value.
@@ -160,7 +179,7 @@ impl Mapping {
     /// The status word of the block at `offset` (the `block_status` of its
     /// `tpacket_hdr_v1`, 8 bytes in), shared with the kernel.
     pub fn block_status(&self, offset: usize) -> &AtomicU32 {
-        assert!(offset + 12 <= self.len && offset % 8 == 0);
+        assert!(offset + 12 <= self.len && offset.is_multiple_of(8));
         // SAFETY: the address is inside the mapping (checked), 4-byte aligned (block
         // offsets are page multiples), and the word is only ever accessed atomically by
         // this process and by the kernel; it lives as long as `self`.
