@@ -3,6 +3,7 @@
 
 #![forbid(unsafe_code)]
 
+mod capture;
 mod convert;
 mod dump;
 mod fields;
@@ -35,6 +36,8 @@ enum Command {
     Convert(convert::ConvertArgs),
     Fields(fields::FieldsArgs),
     Dump(dump::DumpArgs),
+    Capture(capture::CaptureArgs),
+
     Stats(stats::StatsArgs),
     Split(split::SplitArgs),
     Merge(merge::MergeArgs),
@@ -60,6 +63,8 @@ fn main() -> ExitCode {
         Command::Convert(args) => convert::run(args),
         Command::Fields(args) => fields::run(args),
         Command::Dump(args) => dump::run(args),
+        Command::Capture(args) => capture::run(args),
+
         Command::Stats(args) => stats::run(args),
         Command::Split(args) => split::run(args),
         Command::Merge(args) => merge::run(args),

@@ -20,8 +20,8 @@ pub struct OutputArgs {
     /// Compression threads (default: one per core).
     #[arg(long, default_value_t = 0)]
     pub threads: usize,
-    /// Cut packets to at most this many bytes.
-    #[arg(long)]
+    /// Cut packets to at most this many bytes (for `capture`: in the kernel).
+    #[arg(short = 's', long)]
     pub snaplen: Option<u32>,
 }
 

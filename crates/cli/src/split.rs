@@ -75,7 +75,7 @@ struct Part {
 }
 
 /// (stem, extensions) of an output prefix, and its format.
-fn name_parts(prefix: &str, fallback: Format) -> (String, String, Format) {
+pub fn name_parts(prefix: &str, fallback: Format) -> (String, String, Format) {
     let (dir, file) = match prefix.rfind('/') {
         Some(i) => prefix.split_at(i + 1),
         None => ("", prefix),
@@ -233,7 +233,7 @@ pub fn run(args: SplitArgs) -> Result<Outcome> {
     Ok(Outcome::Ok)
 }
 
-fn part_name(stem: &str, ext: &str, n: usize) -> String {
+pub fn part_name(stem: &str, ext: &str, n: usize) -> String {
     format!("{stem}-{n:06}{ext}")
 }
 

@@ -347,6 +347,7 @@ fn closed_stdout_ends_quietly() {
 fn every_command_has_help_with_an_example() {
     for cmd in [
         "info", "convert", "fields", "dump", "stats", "split", "merge", "ports", "rtstats",
+        "capture",
     ] {
         let out = tracekit().args([cmd, "--help"]).output().unwrap();
         assert!(out.status.success());

@@ -793,7 +793,7 @@ pub struct Block<'a> {
 impl Block<'_> {
     /// The block's packets not read yet (all of them, unless `next_packet` read some),
     /// skipping those the filter or the loopback rule dropped.
-    pub fn packets(&self) -> impl Iterator<Item = Packet<'_>> + '_ {
+    pub fn packets(&self) -> impl Iterator<Item = Packet<'_>> + use<'_> {
         let cap = &*self.cap;
         let mut c = cap.cursor.expect("a block is being read");
         // SAFETY: the block is user-owned until this `Block` is dropped, and the

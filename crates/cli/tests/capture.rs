@@ -1,0 +1,274 @@
+//! `tracekit capture` end to end on a veth pair between two namespaces the test creates
+//! (and removes): counts, fan-out members, Ctrl-C, rotation, live counters, and config
+//! errors. The live parts need root; without it they say so and pass.
+
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use tracekit::CaptureSource;
+use tracekit_afpacket::{Injector, enter_netns};
+
+fn tracekit() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_tracekit"))
+}
+
+fn is_root() -> bool {
+    let out = Command::new("id").arg("-u").output().unwrap();
+    let root = String::from_utf8_lossy(&out.stdout).trim() == "0";
+    if !root {
+        eprintln!("not root: skipping live capture tests");
+    }
+    root
+}
+
+fn ip(args: &[&str]) {
+    let out = Command::new("ip").args(args).output().unwrap();
+    assert!(
+        out.status.success(),
+        "ip {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+struct Pair {
+    a: String,
+    b: String,
+}
+
+impl Pair {
+    fn new(tag: &str) -> Pair {
+        let id = std::process::id();
+        let p = Pair {
+            a: format!("tkc{id}{tag}a"),
+            b: format!("tkc{id}{tag}b"),
+        };
+        for ns in [&p.a, &p.b] {
+            ip(&["netns", "add", ns]);
+            for key in ["all", "default"] {
+                ip(&[
+                    "netns",
+                    "exec",
+                    ns,
+                    "sysctl",
+                    "-qw",
+                    &format!("net.ipv6.conf.{key}.disable_ipv6=1"),
+                ]);
+            }
+        }
+        ip(&[
+            "link", "add", "va", "netns", &p.a, "type", "veth", "peer", "name", "vb", "netns", &p.b,
+        ]);
+        ip(&["-n", &p.a, "link", "set", "va", "up"]);
+        ip(&["-n", &p.b, "link", "set", "vb", "up"]);
+        p
+    }
+
+    /// Starts `tracekit capture ARGS` inside namespace b and waits until it runs.
+    fn capture(&self, args: &[&str]) -> Child {
+        let child = Command::new("ip")
+            .args(["netns", "exec", &self.b])
+            .arg(env!("CARGO_BIN_EXE_tracekit"))
+            .arg("capture")
+            .args(["-i", "vb"])
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(500));
+        child
+    }
+
+    /// Sends `n` UDP frames over 64 flows on va, numbered from `first`.
+    fn send(&self, first: u32, n: u32) {
+        let ns = self.a.clone();
+        std::thread::spawn(move || {
+            enter_netns(&ns).unwrap();
+            let inj = Injector::open("va").unwrap();
+            for i in first..first + n {
+                inj.send(&frame(i)).unwrap();
+            }
+        })
+        .join()
+        .unwrap();
+    }
+}
+
+impl Drop for Pair {
+    fn drop(&mut self) {
+        for ns in [&self.a, &self.b] {
+            let _ = Command::new("ip").args(["netns", "del", ns]).output();
+        }
+    }
+}
+
+/// UDP/IPv4 frame number `i` (flow `i % 64`, payload starting with `i`).
+fn frame(i: u32) -> Vec<u8> {
+    let mut f = vec![0u8; 14 + 20 + 8 + 64];
+    f[0..6].copy_from_slice(&[2, 0, 0, 0, 0, 2]);
+    f[6..12].copy_from_slice(&[2, 0, 0, 0, 0, 1]);
+    f[12..14].copy_from_slice(&[0x08, 0x00]);
+    f[14] = 0x45;
+    f[16..18].copy_from_slice(&92u16.to_be_bytes());
+    f[22] = 64;
+    f[23] = 17;
+    f[26..30].copy_from_slice(&[10, 0, 0, 1]);
+    f[30..34].copy_from_slice(&[10, 0, 1, (i % 64) as u8]);
+    f[34..36].copy_from_slice(&(20_000 + (i % 64) as u16).to_be_bytes());
+    f[36..38].copy_from_slice(&53u16.to_be_bytes());
+    f[38..40].copy_from_slice(&72u16.to_be_bytes());
+    f[42..46].copy_from_slice(&i.to_be_bytes());
+    f
+}
+
+/// The frame numbers in a trace, in file order.
+fn numbers(path: &Path) -> Vec<u32> {
+    let mut s = tracekit::open(path.to_str().unwrap()).unwrap();
+    let mut v = Vec::new();
+    while let Some(p) = s.next_packet().unwrap() {
+        let d = p.data();
+        if d.len() == 106 && d[6..12] == [2, 0, 0, 0, 0, 1] {
+            v.push(u32::from_be_bytes([d[42], d[43], d[44], d[45]]));
+        }
+    }
+    v
+}
+
+#[test]
+fn capture_writes_every_packet_with_one_or_two_members() {
+    if !is_root() {
+        return;
+    }
+    let pair = Pair::new("m");
+    let dir = tempfile::tempdir().unwrap();
+    for (members, name) in [("1", "one.pcap"), ("2", "two.pcapng.gz")] {
+        let out = dir.path().join(name);
+        let child = pair.capture(&[
+            "--members",
+            members,
+            "-c",
+            "3000",
+            "-f",
+            "udp port 53",
+            "-w",
+            out.to_str().unwrap(),
+        ]);
+        pair.send(0, 3000);
+        let done = child.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&done.stderr);
+        assert!(done.status.success(), "{err}");
+        assert!(err.contains("3000 packets captured"), "{err}");
+        assert!(err.contains("0 dropped by the kernel"), "{err}");
+        let mut got = numbers(&out);
+        if members == "1" {
+            assert_eq!(got, (0..3000).collect::<Vec<_>>(), "one member keeps order");
+        } else {
+            assert!(
+                err.contains("member 0:") && err.contains("member 1:"),
+                "{err}"
+            );
+            got.sort_unstable();
+            assert_eq!(got, (0..3000).collect::<Vec<_>>());
+        }
+    }
+}
+
+#[test]
+fn ctrl_c_completes_the_output_and_prints_the_counters() {
+    if !is_root() {
+        return;
+    }
+    let pair = Pair::new("c");
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("c.pcapng");
+    let child = pair.capture(&["--stats-interval", "0.2", "-w", out.to_str().unwrap()]);
+    pair.send(0, 500);
+    std::thread::sleep(Duration::from_millis(600));
+    let pid = child.id().to_string();
+    // `ip netns exec` runs the command in its place: the pid is tracekit's.
+    Command::new("kill").args(["-INT", &pid]).status().unwrap();
+    let done = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&done.stderr);
+    assert!(done.status.success(), "{err}");
+    assert!(err.contains("500 packets captured"), "{err}");
+    // The live counters were printed along the way too.
+    assert!(err.matches("packets captured").count() >= 2, "{err}");
+    assert_eq!(numbers(&out), (0..500).collect::<Vec<_>>());
+}
+
+#[test]
+fn rotation_starts_a_file_per_interval() {
+    if !is_root() {
+        return;
+    }
+    let pair = Pair::new("g");
+    let dir = tempfile::tempdir().unwrap();
+    let prefix = dir.path().join("r.pcap");
+    let child = pair.capture(&["-G", "1", "-c", "400", "-w", prefix.to_str().unwrap()]);
+    pair.send(0, 200);
+    std::thread::sleep(Duration::from_millis(1100));
+    pair.send(200, 200);
+    let done = child.wait_with_output().unwrap();
+    assert!(
+        done.status.success(),
+        "{}",
+        String::from_utf8_lossy(&done.stderr)
+    );
+    let mut files: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    files.sort();
+    assert!(files.len() >= 2, "{files:?}");
+    let all: Vec<u32> = files.iter().flat_map(|f| numbers(f)).collect();
+    assert_eq!(all, (0..400).collect::<Vec<_>>());
+    assert!(
+        files[0]
+            .file_name()
+            .unwrap()
+            .to_str()
+            .unwrap()
+            .starts_with("r-000000")
+    );
+}
+
+#[test]
+fn config_and_environment_errors_are_reported_before_capturing() {
+    let dir = tempfile::tempdir().unwrap();
+    let conf = dir.path().join("bad.conf");
+    std::fs::write(&conf, "def_group = 3\nfanout@3 = hash|sideways\n").unwrap();
+    let out = tracekit()
+        .args(["capture", "-i", "lo", "-w", "/dev/null", "--format", "pcap"])
+        .env("TRACEKIT_CONFIG", &conf)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("bad.conf:2: unknown fan-out flag 'sideways'"),
+        "{err}"
+    );
+    let out = tracekit()
+        .args(["capture", "-i", "lo", "-w", "/dev/null", "--format", "pcap"])
+        .env("TRACEKIT_GROUP", "many")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("TRACEKIT_GROUP=many"), "{err}");
+    let out = tracekit()
+        .args([
+            "capture",
+            "-i",
+            "lo",
+            "--fanout",
+            "hash|rollover|rollover",
+            "-w",
+            "x.pcap",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("given twice"));
+}
