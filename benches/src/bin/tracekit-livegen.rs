@@ -1,7 +1,9 @@
 //! A traffic generator for live-capture benchmarks: sends UDP/IPv4 frames over many flows
 //! on an interface (a veth end, normally) at a fixed rate or as fast as it can.
 //!
-//! `tracekit-livegen IFACE COUNT [RATE_PPS (0: as fast as possible)] [FRAME_BYTES] [FLOWS]`
+//! `tracekit-livegen IFACE COUNT [RATE_PPS (0: as fast as possible)] [FRAME_BYTES] [FLOWS] [THREADS]`
+//!
+//! With several threads, each sends its share of COUNT at its share of the rate.
 //!
 //! Prints `sent N`, `seconds S` and `rate R` (packets per second achieved). Frames go to a
 //! MAC address that is not the peer's, so the receiving stack drops them after the
@@ -47,32 +49,43 @@ fn main() {
     let count = num(2, 0);
     let rate = num(3, 0);
     let size = num(4, 128) as usize;
-    let flows = num(5, 256).max(1) as u32;
-    let injector = match Injector::open(&args[1]) {
-        Ok(i) => i,
-        Err(e) => {
-            eprintln!("tracekit-livegen: {e}");
-            std::process::exit(1);
-        }
-    };
+        let flows = num(5, 256).max(1) as u32;
+    let threads = num(6, 1).max(1);
     let frames: Vec<Vec<u8>> = (0..flows).map(|f| frame(f, size)).collect();
     let start = Instant::now();
-    // Pacing in bursts of 32: the deadline of packet i is i / rate after the start.
-    let per_packet = (rate > 0).then(|| Duration::from_secs_f64(1.0 / rate as f64));
-    for i in 0..count {
-        if let Some(p) = per_packet
-            && i % 32 == 0
-        {
-            let due = p * i as u32;
-            while start.elapsed() < due {
-                std::hint::spin_loop();
-            }
+    std::thread::scope(|s| {
+        for t in 0..threads {
+            let (frames, iface) = (&frames, &args[1]);
+            s.spawn(move || {
+                let injector = match Injector::open(iface) {
+                    Ok(i) => i,
+                    Err(e) => {
+                        eprintln!("tracekit-livegen: {e}");
+                        std::process::exit(1);
+                    }
+                };
+                let mine = count / threads + u64::from(t < count % threads);
+                // Pacing in bursts of 32: packet i is due i / rate after the start.
+                let per_packet =
+                    (rate > 0).then(|| Duration::from_secs_f64(threads as f64 / rate as f64));
+                for i in 0..mine {
+                    if let Some(p) = per_packet
+                        && i % 32 == 0
+                    {
+                        let due = p.mul_f64(i as f64);
+                        while start.elapsed() < due {
+                            std::hint::spin_loop();
+                        }
+                    }
+                    let flow = (i * threads + t) % u64::from(flows);
+                    if let Err(e) = injector.send(&frames[flow as usize]) {
+                        eprintln!("tracekit-livegen: {e}");
+                        std::process::exit(1);
+                    }
+                }
+            });
         }
-        if let Err(e) = injector.send(&frames[(i % u64::from(flows)) as usize]) {
-            eprintln!("tracekit-livegen: {e}");
-            std::process::exit(1);
-        }
-    }
+    });
     let secs = start.elapsed().as_secs_f64();
     println!(
         "sent {count}\nseconds {secs:.3}\nrate {:.0}",
