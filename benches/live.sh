@@ -59,10 +59,12 @@ parse() {
 echo "| capturer | rate asked (pps) | rate sent (pps) | captured | dropped |"
 echo "|---|---|---|---|---|"
 declare -A best
+# ONLY=regex keeps the capturers whose name matches; REPEAT=n runs each rate n times.
 for entry in "${capturers[@]}"; do
     IFS='|' read -r name cmd <<<"$entry"
+    [[ $name =~ ${ONLY:-.} ]] || continue
     best[$name]="none"
-    for rate in $rates; do
+        for rate in $(for r in $rates; do for ((k = 0; k < ${REPEAT:-1}; k++)); do echo "$r"; done; done); do
         ip netns exec "$b" $cmd >"$log" 2>&1 &
         pid=$!
         sleep 0.7
@@ -71,9 +73,10 @@ for entry in "${capturers[@]}"; do
         kill -INT "$pid"
         wait "$pid" || true
         [ "$out" = /dev/null ] || rm -f "$out"
-        read -r captured dropped < <(parse "$log")
-        echo "| $name | $rate | $sent | $captured | $dropped |"
-        if [ "$dropped" = 0 ] && [ "$captured" -ge "$count" ]; then
+                read -r captured dropped < <(parse "$log") || true
+        captured="${captured:-?}" dropped="${dropped:-?}"
+        echo "| $name | $rate | ${sent:-?} | $captured | $dropped |"
+        if [ "$dropped" = 0 ] && [ "$captured" != "?" ] && [ "$captured" -ge "$count" ]; then
             best[$name]="$sent"
         fi
     done
@@ -85,6 +88,7 @@ echo "| capturer | packets/s |"
 echo "|---|---|"
 for entry in "${capturers[@]}"; do
     IFS='|' read -r name _ <<<"$entry"
+    [[ $name =~ ${ONLY:-.} ]] || continue
     echo "| $name | ${best[$name]} |"
 done
 rm -f "$log"

@@ -49,7 +49,7 @@ fn main() {
     let count = num(2, 0);
     let rate = num(3, 0);
     let size = num(4, 128) as usize;
-        let flows = num(5, 256).max(1) as u32;
+    let flows = num(5, 256).max(1) as u32;
     let threads = num(6, 1).max(1);
     let frames: Vec<Vec<u8>> = (0..flows).map(|f| frame(f, size)).collect();
     let start = Instant::now();

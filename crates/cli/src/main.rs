@@ -79,10 +79,26 @@ fn main() -> ExitCode {
                 // `tracekit ... | head`: the reader went away; that is not an error.
                 return ExitCode::SUCCESS;
             }
-            eprintln!("tracekit: {e:#}");
+            eprintln!("tracekit: {}", message(&e));
             ExitCode::from(1)
         }
     }
+}
+
+/// An error and its causes, each cause said once (tracekit's errors already include
+/// the I/O error they wrap).
+fn message(e: &anyhow::Error) -> String {
+    let mut text = String::new();
+    for cause in e.chain() {
+        let s = cause.to_string();
+        if !text.contains(&s) {
+            if !text.is_empty() {
+                text.push_str(": ");
+            }
+            text.push_str(&s);
+        }
+    }
+    text
 }
 
 /// Whether an error is a closed stdout.

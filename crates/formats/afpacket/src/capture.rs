@@ -200,7 +200,7 @@ fn io_err(what: &str, iface: &str, e: io::Error) -> Error {
 /// The link type of an interface, from its ARPHRD hardware type.
 fn link_type_of(fd: &OwnedFd, iface: &str) -> Result<(LinkType, bool), Error> {
     let hatype =
-        sys::hardware_type(fd, iface).map_err(|e| io_err("no such interface", iface, e))?;
+        sys::hardware_type(fd, iface).map_err(|e| io_err("cannot use the interface", iface, e))?;
     match hatype {
         ARPHRD_ETHER => Ok((LinkType::ETHERNET, false)),
         ARPHRD_LOOPBACK => Ok((LinkType::ETHERNET, true)),
