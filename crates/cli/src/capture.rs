@@ -231,13 +231,9 @@ pub fn run(args: CaptureArgs) -> Result<Outcome> {
         vec![AfPacket::open(&args.interface, options)?]
     };
     let _ = members;
-    let stop: StopHandle = caps[0].stop_handle();
-    for c in caps.iter_mut().skip(1) {
+    let stop: StopHandle = crate::ctrl_c_stop();
+    for c in caps.iter_mut() {
         c.set_stop_handle(stop.clone());
-    }
-    {
-        let stop = stop.clone();
-        ctrlc::set_handler(move || stop.stop()).context("installing the Ctrl-C handler")?;
     }
     if let Some((id, spec)) = caps[0].fanout_group() {
         eprintln!(

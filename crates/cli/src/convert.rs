@@ -88,7 +88,7 @@ fn check_not_same_file(input: &str, output: &str) -> Result<()> {
 
 pub fn run(args: ConvertArgs) -> Result<Outcome> {
     check_not_same_file(&args.input, &args.output)?;
-    let mut source = tracekit::open(&args.input)?;
+    let mut source = crate::open_source(&args.input)?;
     if let Some(expr) = &args.filter {
         source = source.with_filter(expr)?;
     }

@@ -37,10 +37,11 @@ pub fn run(args: DumpArgs) -> Result<Outcome> {
     let mut out = std::io::BufWriter::new(stdout.lock());
     let mut text = String::new();
     let mut shown = 0u64;
+    let live = crate::is_live(&args.file);
+    if args.count == Some(0) {
+        return Ok(Outcome::Ok);
+    }
     let ended = each_packet(&args.file, args.filter.as_deref(), |number, packet| {
-        if args.count.is_some_and(|c| shown >= c) {
-            return Ok(false);
-        }
         shown += 1;
         text.clear();
         let m = packet.meta();
@@ -70,7 +71,10 @@ pub fn run(args: DumpArgs) -> Result<Outcome> {
         }
         text.push('\n');
         out.write_all(text.as_bytes())?;
-        Ok(true)
+        if live {
+            out.flush()?;
+        }
+        Ok(!args.count.is_some_and(|c| shown >= c))
     })?;
     out.flush()?;
     match ended.error {

@@ -66,6 +66,7 @@ pub fn run(args: FieldsArgs) -> Result<Outcome> {
         writeln!(out, "{}", names.join(&args.separator))?;
     }
     let mut line = String::with_capacity(256);
+    let live = crate::is_live(&args.file);
     let ended = each_packet(&args.file, args.filter.as_deref(), |number, packet| {
         let d = Decoded::new(packet);
         line.clear();
@@ -77,6 +78,9 @@ pub fn run(args: FieldsArgs) -> Result<Outcome> {
         }
         line.push('\n');
         out.write_all(line.as_bytes())?;
+        if live {
+            out.flush()?;
+        }
         Ok(true)
     })?;
     out.flush()?;

@@ -49,7 +49,7 @@ pub fn run(args: InfoArgs) -> Result<Outcome> {
     let mut outcome = Outcome::Ok;
     let stdout = std::io::stdout();
     for (i, file) in args.files.iter().enumerate() {
-        let opened = tracekit::open(file).and_then(|s| match &args.filter {
+        let opened = crate::open_source(file).and_then(|s| match &args.filter {
             Some(expr) => s.with_filter(expr),
             None => Ok(s),
         });

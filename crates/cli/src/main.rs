@@ -85,6 +85,38 @@ fn main() -> ExitCode {
     }
 }
 
+/// Opens a trace like `tracekit::open`; a live source (`afpacket:IFACE`) also stops
+/// cleanly on Ctrl-C (its reader returns the end, so outputs are completed).
+pub fn open_source(uri: &str) -> Result<tracekit::Source, tracekit::Error> {
+    let mut source = tracekit::open(uri)?;
+    if let Some(live) = source.as_live_mut() {
+        live.set_stop_handle(ctrl_c_stop());
+    }
+    Ok(source)
+}
+
+/// Whether `uri` names a live source (output should then be flushed per packet).
+pub fn is_live(uri: &str) -> bool {
+    let lower = uri.to_ascii_lowercase();
+    ["afpacket:", "ring:", "int:", "pcapint:"]
+        .iter()
+        .any(|s| lower.starts_with(s))
+}
+
+/// One stop flag for the process, set by Ctrl-C (the handler is installed once).
+pub fn ctrl_c_stop() -> tracekit::live::StopHandle {
+    static STOP: std::sync::OnceLock<tracekit::live::StopHandle> = std::sync::OnceLock::new();
+    STOP.get_or_init(|| {
+        let stop = tracekit::live::StopHandle::default();
+        let s = stop.clone();
+        if let Err(e) = ctrlc::set_handler(move || s.stop()) {
+            eprintln!("tracekit: cannot catch Ctrl-C: {e}");
+        }
+        stop
+    })
+    .clone()
+}
+
 /// An error and its causes, each cause said once (tracekit's errors already include
 /// the I/O error they wrap).
 fn message(e: &anyhow::Error) -> String {

@@ -90,7 +90,7 @@ pub fn run(args: MergeArgs) -> Result<Outcome> {
     }
     let mut sources: Vec<Source> = Vec::with_capacity(args.inputs.len());
     for input in &args.inputs {
-        let mut s = tracekit::open(input)?;
+        let mut s = crate::open_source(input)?;
         if let Some(expr) = &args.filter {
             s = s.with_filter(expr)?;
         }

@@ -26,7 +26,7 @@ pub fn each_packet(
         .map(|e| Filter::new(e, 262_144))
         .transpose()
         .context("filter")?;
-    let mut source = tracekit::open(file)?;
+    let mut source = crate::open_source(file)?;
     let mut progress = Progress::new(file, source.size_hint());
     let mut read = 0u64;
     let error = loop {

@@ -112,7 +112,7 @@ pub fn run(args: SplitArgs) -> Result<Outcome> {
     if args.max_files == Some(0) {
         bail!("--max-files must be at least 1");
     }
-    let mut source = tracekit::open(&args.input)?;
+    let mut source = crate::open_source(&args.input)?;
     if let Some(expr) = &args.filter {
         source = source.with_filter(expr)?;
     }

@@ -64,13 +64,18 @@ impl Pair {
         p
     }
 
-    /// Starts `tracekit capture ARGS` inside namespace b and waits until it runs.
+    /// Starts `tracekit capture -i vb ARGS` inside namespace b and waits until it runs.
     fn capture(&self, args: &[&str]) -> Child {
+        let mut all = vec!["capture", "-i", "vb"];
+        all.extend_from_slice(args);
+        self.tracekit(&all)
+    }
+
+    /// Starts `tracekit ARGS` inside namespace b and waits until it runs.
+    fn tracekit(&self, args: &[&str]) -> Child {
         let child = Command::new("ip")
             .args(["netns", "exec", &self.b])
             .arg(env!("CARGO_BIN_EXE_tracekit"))
-            .arg("capture")
-            .args(["-i", "vb"])
             .args(args)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -231,6 +236,69 @@ fn rotation_starts_a_file_per_interval() {
             .unwrap()
             .starts_with("r-000000")
     );
+}
+
+#[test]
+fn every_reading_command_takes_a_live_interface() {
+    if !is_root() {
+        return;
+    }
+    let pair = Pair::new("u");
+    // dump -c ends by itself after the third packet.
+    let dump = pair.tracekit(&["dump", "-c", "3", "afpacket:vb"]);
+    pair.send(0, 3);
+    let done = dump.wait_with_output().unwrap();
+    let text = String::from_utf8_lossy(&done.stdout);
+    assert!(
+        done.status.success(),
+        "{}",
+        String::from_utf8_lossy(&done.stderr)
+    );
+    assert_eq!(text.matches("Packet ").count(), 3, "{text}");
+    assert!(text.contains("UDP       20000 > 53"), "{text}");
+    // fields and info run until Ctrl-C, then print what they saw.
+    let fields = pair.tracekit(&[
+        "fields",
+        "-e",
+        "frame.number",
+        "-e",
+        "udp.srcport",
+        "-f",
+        "udp",
+        "ring:vb",
+    ]);
+    let info = pair.tracekit(&["info", "--json", "afpacket:vb"]);
+    pair.send(0, 10);
+    std::thread::sleep(Duration::from_millis(300));
+    for child in [&fields, &info] {
+        Command::new("kill")
+            .args(["-INT", &child.id().to_string()])
+            .status()
+            .unwrap();
+    }
+    let fields = fields.wait_with_output().unwrap();
+    assert!(
+        fields.status.success(),
+        "{}",
+        String::from_utf8_lossy(&fields.stderr)
+    );
+    let lines: Vec<String> = String::from_utf8_lossy(&fields.stdout)
+        .lines()
+        .map(String::from)
+        .collect();
+    let want: Vec<String> = (0..10u16)
+        .map(|i| format!("{}\t{}", i + 1, 20_000 + i))
+        .collect();
+    assert_eq!(lines, want);
+    let info = info.wait_with_output().unwrap();
+    assert!(
+        info.status.success(),
+        "{}",
+        String::from_utf8_lossy(&info.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&info.stdout).unwrap();
+    assert_eq!(v["packets"], 10);
+    assert_eq!(v["format"], "afpacket");
 }
 
 #[test]

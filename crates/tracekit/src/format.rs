@@ -18,6 +18,8 @@ pub enum Format {
     Pcapng,
     /// Endace ERF.
     Erf,
+    /// Live capture on a Linux interface (`afpacket:eth0`); read only.
+    AfPacket,
 }
 
 impl Format {
@@ -30,6 +32,7 @@ impl Format {
             Format::Pcap => "pcap",
             Format::Pcapng => "pcapng",
             Format::Erf => "erf",
+            Format::AfPacket => "afpacket",
         }
     }
 

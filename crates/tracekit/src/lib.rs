@@ -58,6 +58,7 @@ pub use tracekit_core::{
 };
 pub use tracekit_filter::Filter;
 pub use {
-    tracekit_core as core, tracekit_decode as decode, tracekit_erf as erf,
-    tracekit_filter as filter, tracekit_pcap as pcap, tracekit_pcapng as pcapng,
+    tracekit_afpacket as live, tracekit_core as core, tracekit_decode as decode,
+    tracekit_erf as erf, tracekit_filter as filter, tracekit_pcap as pcap,
+    tracekit_pcapng as pcapng,
 };

@@ -130,6 +130,12 @@ pub fn create(uri: &str, options: &CreateOptions) -> Result<Sink, Error> {
             ))
         })?,
     };
+    if format == Format::AfPacket {
+        return Err(Error::unsupported(
+            "writing to a live interface is not supported: name a trace file",
+        )
+        .with_path(path));
+    }
     let compression = options
         .compression
         .unwrap_or_else(|| Compression::from_file_name(path));
@@ -157,6 +163,7 @@ pub fn create(uri: &str, options: &CreateOptions) -> Result<Sink, Error> {
         Output::Compressed(ParallelWriter::new(file, compress).map_err(|e| e.with_path(path))?)
     };
     let kind = match format {
+        Format::AfPacket => unreachable!("refused above"),
         Format::Pcap => {
             let defaults = PcapWriterOptions::default();
             let pcap_options = PcapWriterOptions {

@@ -2,6 +2,7 @@
 
 use std::path::Path;
 
+use tracekit_afpacket::{AfPacket, FanoutGroup, GroupId};
 use tracekit_core::io::{Compression, Input, ReadMode};
 use tracekit_core::{CaptureSource, Error, InterfaceInfo, LinkType, Packet, Stats, TsResolution};
 use tracekit_erf::{ErfReader, ErfReaderOptions};
@@ -61,6 +62,7 @@ enum SourceKind {
     Pcap(PcapReader),
     Pcapng(PcapngReader),
     Erf(ErfReader),
+    Live(Box<AfPacket>),
 }
 
 /// Splits `scheme:rest` for the schemes tracekit knows; anything else is a path.
@@ -76,8 +78,31 @@ fn split_uri(uri: &str) -> (Option<&str>, &str) {
     (None, uri)
 }
 
+/// A live capture on `iface`, set up from the environment and `TRACEKIT_CONFIG`: when
+/// they name a fan-out group for it, the capture joins that group (several processes
+/// opening `afpacket:eth0` then share its packets).
+fn open_live(iface: &str) -> Result<Source, Error> {
+    let group = FanoutGroup::configured(iface)?;
+    let (_, _, id, options) = group.settings();
+    let cap = match id {
+        GroupId::Fixed(_) => group
+            .members(1)
+            .open()?
+            .pop()
+            .ok_or_else(|| Error::invalid_argument("no member opened"))?,
+        GroupId::Unique => AfPacket::open(iface, options.clone())?,
+    };
+    Ok(Source {
+        kind: SourceKind::Live(Box::new(cap)),
+        compression: Compression::None,
+        filter: None,
+        filtered: 0,
+    })
+}
+
 /// Opens a trace: a path (format detected from the content, never the extension), `-`
-/// for standard input, or `FORMAT:path` to insist on a format.
+/// for standard input, or `FORMAT:path` to insist on a format. `afpacket:IFACE` (or
+/// `ring:IFACE`) opens a live capture on a Linux interface.
 pub fn open(uri: &str) -> Result<Source, Error> {
     open_with(uri, &OpenOptions::default())
 }
@@ -89,9 +114,10 @@ pub fn open_with(uri: &str, options: &OpenOptions) -> Result<Source, Error> {
     if let Some(scheme) = scheme {
         match scheme.to_ascii_lowercase().as_str() {
             "file" => {}
-            "afpacket" | "ring" | "int" | "pcapint" | "dag" => {
+            "afpacket" | "ring" | "int" | "pcapint" => return open_live(rest),
+            "dag" => {
                 return Err(Error::unsupported(format!(
-                    "live capture ({scheme}:) is not part of this build of tracekit yet"
+                    "DAG capture ({scheme}:) is not part of this build of tracekit yet"
                 ))
                 .with_path(uri));
             }
@@ -128,6 +154,11 @@ pub fn open_with(uri: &str, options: &OpenOptions) -> Result<Source, Error> {
         (_, Err(e)) => return Err(e),
     };
     let kind = match format {
+        Format::AfPacket => {
+            return Err(Error::invalid_argument(
+                "afpacket is a live source: open it as afpacket:IFACE",
+            ));
+        }
         Format::Pcap => SourceKind::Pcap(PcapReader::from_input(input)?),
         Format::Pcapng => SourceKind::Pcapng(PcapngReader::from_input(
             input,
@@ -182,6 +213,7 @@ impl Source {
             SourceKind::Pcap(_) => Format::Pcap,
             SourceKind::Pcapng(_) => Format::Pcapng,
             SourceKind::Erf(_) => Format::Erf,
+            SourceKind::Live(_) => Format::AfPacket,
         }
     }
 
@@ -199,6 +231,11 @@ impl Source {
                 )
             }
             SourceKind::Erf(_) => "ERF (32.32 time stamps)".to_string(),
+            SourceKind::Live(c) => format!(
+                "live AF_PACKET capture on {} (TPACKET_V3, {} ring blocks)",
+                c.interface(),
+                c.blocks()
+            ),
         }
     }
 
@@ -213,6 +250,7 @@ impl Source {
             SourceKind::Pcap(r) => Some(r.header().snaplen),
             SourceKind::Pcapng(r) => r.interfaces().iter().map(|i| i.snaplen).max(),
             SourceKind::Erf(_) => None,
+            SourceKind::Live(c) => Some(c.snaplen()),
         }
     }
 
@@ -226,6 +264,7 @@ impl Source {
                 links.all(|l| l == first).then_some(first)
             }
             SourceKind::Erf(_) => None,
+            SourceKind::Live(c) => Some(c.link_type()),
         }
     }
 
@@ -243,6 +282,12 @@ impl Source {
             }),
             SourceKind::Pcapng(r) => r.interface(id).map(|i| i.info()),
             SourceKind::Erf(r) => r.interface_info(id),
+            SourceKind::Live(c) => (id == 0).then(|| InterfaceInfo {
+                name: Some(c.interface().to_string()),
+                snaplen: c.snaplen(),
+                ts_resolution: TsResolution::NANO,
+                ..InterfaceInfo::new(c.link_type())
+            }),
         }
     }
 
@@ -259,6 +304,7 @@ impl Source {
                 .max_by(|a, b| a.units_per_second().cmp(&b.units_per_second()))
                 .unwrap_or(TsResolution::NANO),
             SourceKind::Erf(_) => TsResolution::ERF,
+            SourceKind::Live(_) => TsResolution::NANO,
         }
     }
 
@@ -268,6 +314,7 @@ impl Source {
             SourceKind::Pcap(r) => r.position(),
             SourceKind::Pcapng(r) => r.position(),
             SourceKind::Erf(r) => r.position(),
+            SourceKind::Live(_) => 0,
         }
     }
 
@@ -277,6 +324,7 @@ impl Source {
             SourceKind::Pcap(r) => r.input().size_hint(),
             SourceKind::Pcapng(r) => r.input().size_hint(),
             SourceKind::Erf(r) => r.input().size_hint(),
+            SourceKind::Live(_) => None,
         }
     }
 
@@ -328,11 +376,29 @@ impl Source {
                 if n.truncated + n.rx_errors + n.ds_errors > 0 {
                     out.push(format!(
                         "records flagged by the card: {} truncated, {} receive errors, {} DS errors",
-                        n.truncated, n.rx_errors, n.ds_errors
+                                                n.truncated, n.rx_errors, n.ds_errors
                     ));
                 }
                 out
             }
+            SourceKind::Live(_) => Vec::new(),
+        }
+    }
+
+    /// The live capture, when the source is one (`afpacket:IFACE`): its counters, its
+    /// stop handle.
+    pub fn as_live(&self) -> Option<&AfPacket> {
+        match &self.kind {
+            SourceKind::Live(c) => Some(c),
+            _ => None,
+        }
+    }
+
+    /// The same, to change (e.g. [`AfPacket::set_stop_handle`]).
+    pub fn as_live_mut(&mut self) -> Option<&mut AfPacket> {
+        match &mut self.kind {
+            SourceKind::Live(c) => Some(c),
+            _ => None,
         }
     }
 
@@ -354,6 +420,7 @@ impl Source {
             SourceKind::Pcap(r) => r.current_packet(),
             SourceKind::Pcapng(r) => r.current_packet(),
             SourceKind::Erf(r) => r.current_packet(),
+            SourceKind::Live(c) => c.current_packet(),
         }
     }
 
@@ -376,6 +443,7 @@ impl CaptureSource for Source {
             SourceKind::Pcap(r) => r.next_packet(),
             SourceKind::Pcapng(r) => r.next_packet(),
             SourceKind::Erf(r) => r.next_packet(),
+            SourceKind::Live(c) => c.next_packet(),
         }
     }
 
@@ -384,6 +452,7 @@ impl CaptureSource for Source {
             SourceKind::Pcap(r) => r.stats(),
             SourceKind::Pcapng(r) => r.stats(),
             SourceKind::Erf(r) => r.stats(),
+            SourceKind::Live(c) => c.stats(),
         };
         stats.filtered = self.filtered;
         stats.captured = stats.received.saturating_sub(self.filtered);
@@ -410,6 +479,7 @@ impl Source {
             SourceKind::Pcap(r) => r.next_matching(&mut keep),
             SourceKind::Pcapng(r) => r.next_matching(&mut keep),
             SourceKind::Erf(r) => r.next_matching(&mut keep),
+            SourceKind::Live(c) => c.next_matching(&mut keep),
         }
     }
 }

@@ -183,6 +183,8 @@ pub struct AfPacket {
     filtered: u64,
     delivered: u64,
     fanout: Option<(u16, FanoutSpec)>,
+    /// The packet `next_packet` lent last (its block is still held).
+    current: Option<(std::ops::Range<usize>, Meta)>,
 }
 
 fn io_err(what: &str, iface: &str, e: io::Error) -> Error {
@@ -394,12 +396,18 @@ impl AfPacket {
             filtered: 0,
             delivered: 0,
             fanout: None,
+            current: None,
         })
     }
 
     /// The interface.
     pub fn interface(&self) -> &str {
         &self.iface
+    }
+
+    /// The snap length.
+    pub fn snaplen(&self) -> u32 {
+        self.snaplen
     }
 
     /// The interface index.
@@ -643,6 +651,7 @@ impl AfPacket {
 
     /// Hands the current block back to the kernel and moves to the next.
     fn release_block(&mut self) {
+        self.current = None;
         if let Some(c) = self.cursor.take() {
             self.map
                 .block_status(c.block)
@@ -704,6 +713,7 @@ impl AfPacket {
     /// the stop flag). Packets left from `next_packet` in the current block come first.
     /// The block goes back to the kernel when the returned value is dropped.
     pub fn next_block(&mut self, timeout: Option<Duration>) -> Result<Option<Block<'_>>, Error> {
+        self.current = None;
         if self.cursor.is_some_and(|c| c.left == 0) {
             self.release_block();
         }
@@ -714,9 +724,14 @@ impl AfPacket {
     }
 }
 
-impl CaptureSource for AfPacket {
-    /// The next packet, waiting for one; `None` once the stop flag is set.
-    fn next_packet(&mut self) -> Result<Option<Packet<'_>>, Error> {
+impl AfPacket {
+    /// The next packet `keep` accepts (a filter over the lent packet), waiting for one;
+    /// `None` once the stop flag is set.
+    pub fn next_matching(
+        &mut self,
+        keep: &mut dyn FnMut(&Packet<'_>) -> Result<bool, Error>,
+    ) -> Result<Option<Packet<'_>>, Error> {
+        self.current = None;
         let slot = loop {
             if let Some(mut c) = self.cursor {
                 if c.left > 0 {
@@ -729,6 +744,10 @@ impl CaptureSource for AfPacket {
                     if slot.skip {
                         continue;
                     }
+                    if !keep(&Packet::new(&area[slot.data.clone()], slot.meta))? {
+                        self.filtered += 1;
+                        continue;
+                    }
                     break slot;
                 }
                 self.release_block();
@@ -738,6 +757,7 @@ impl CaptureSource for AfPacket {
             }
         };
         self.delivered += 1;
+        self.current = Some((slot.data.clone(), slot.meta));
         let c = self.cursor.expect("a block is being read");
         // SAFETY: as above: the block stays user-owned while the returned packet borrows
         // `self`.
@@ -746,6 +766,27 @@ impl CaptureSource for AfPacket {
                 .user_block(c.block + AREA_START, self.block_size - AREA_START)
         };
         Ok(Some(Packet::new(&area[slot.data], slot.meta)))
+    }
+
+    /// The packet the last `next_packet` lent, again (`None` once its block was
+    /// handed back).
+    pub fn current_packet(&self) -> Option<Packet<'_>> {
+        let (range, meta) = self.current.clone()?;
+        let c = self.cursor?;
+        // SAFETY: `current` is cleared whenever the block is handed back, so the block
+        // is still user-owned; the packet borrows `self`.
+        let area = unsafe {
+            self.map
+                .user_block(c.block + AREA_START, self.block_size - AREA_START)
+        };
+        Some(Packet::new(&area[range], meta))
+    }
+}
+
+impl CaptureSource for AfPacket {
+    /// The next packet, waiting for one; `None` once the stop flag is set.
+    fn next_packet(&mut self) -> Result<Option<Packet<'_>>, Error> {
+        self.next_matching(&mut |_| Ok(true))
     }
 
     fn stats(&self) -> Stats {
