@@ -74,7 +74,7 @@ pub fn run(args: DumpArgs) -> Result<Outcome> {
         if live {
             out.flush()?;
         }
-        Ok(!args.count.is_some_and(|c| shown >= c))
+        Ok(args.count.is_none_or(|c| shown < c))
     })?;
     out.flush()?;
     match ended.error {
