@@ -1,0 +1,178 @@
+//! Writing and the trace tools' hot paths, with the disk out of the picture (every output
+//! goes to `io::sink()`), on the generated trace at full size and cut to 96 bytes:
+//!
+//! - `write_format/*`: read the trace and write it as pcap, pcapng and ERF (`read_only` is
+//!   the same loop without a writer);
+//! - `merge/*`: `tracekit::merge::Merge` over the trace's two halves, written as pcap,
+//!   and the same with `--dedup`'s duplicate check;
+//! - `analysis/*`: the Ports table (`tracekit ports`) and the protocol breakdown
+//!   (`tracekit stats`).
+//!
+//! `benches/compare.sh` runs `tracekit merge` and `tracekit split` beside mergecap and
+//! editcap on files.
+
+use std::hint::black_box;
+
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use tracekit::analysis::{Ports, Protocols};
+use tracekit::erf::{ErfWriter, ErfWriterOptions};
+use tracekit::merge::{Dedup, Merge, MergeOptions};
+use tracekit::pcap::{PcapWriter, PcapWriterOptions};
+use tracekit::pcapng::{PcapngWriter, PcapngWriterOptions};
+use tracekit::{CaptureSource, CreateOptions, TsResolution};
+use tracekit_bench::inputs::{dir, generated, packets};
+
+fn inputs() -> [(&'static str, String); 2] {
+    [
+        ("full", generated("gen.pcap", 262_144)),
+        ("snap96", generated("gen-snap96.pcap", 96)),
+    ]
+}
+
+/// The first and second half of `path`'s packets, as two files (made once).
+fn halves(path: &str, name: &str) -> [String; 2] {
+    let names = [0, 1].map(|h| {
+        dir()
+            .join(format!("{}-{name}-half{h}.pcap", packets()))
+            .to_str()
+            .unwrap()
+            .to_string()
+    });
+    if !std::path::Path::new(&names[1]).exists() {
+        let options = CreateOptions {
+            ts_resolution: Some(TsResolution::MICRO),
+            ..Default::default()
+        };
+        let mut source = tracekit::open(path).unwrap();
+        let mut sinks = names
+            .clone()
+            .map(|n| tracekit::create(&n, &options).unwrap());
+        let half = packets() / 2;
+        let mut n = 0;
+        while let Some(p) = source.next_packet().unwrap() {
+            sinks[usize::from(n >= half)].write_packet(&p).unwrap();
+            n += 1;
+        }
+        for s in sinks {
+            s.finish().unwrap();
+        }
+    }
+    names
+}
+
+fn pcap_options() -> PcapWriterOptions {
+    PcapWriterOptions {
+        resolution: TsResolution::MICRO,
+        ..PcapWriterOptions::default()
+    }
+}
+
+fn write_format(c: &mut Criterion) {
+    for (name, path) in inputs() {
+        let bytes = std::fs::metadata(&path).unwrap().len();
+        let mut group = c.benchmark_group(format!("write_format/{name}"));
+        group.throughput(Throughput::Bytes(bytes));
+        group.sample_size(10);
+        group.bench_function("read_only", |b| {
+            b.iter(|| {
+                let mut s = tracekit::open(&path).unwrap();
+                let mut n = 0u64;
+                while let Some(p) = s.next_packet().unwrap() {
+                    n += black_box(p.caplen()) as u64;
+                }
+                n
+            })
+        });
+        group.bench_function("pcap", |b| {
+            b.iter(|| {
+                let mut s = tracekit::open(&path).unwrap();
+                let mut w = PcapWriter::new(std::io::sink(), pcap_options()).unwrap();
+                while let Some(p) = s.next_packet().unwrap() {
+                    w.write_packet(&p).unwrap();
+                }
+                w.finish_into_inner().unwrap().1.packets
+            })
+        });
+        group.bench_function("pcapng", |b| {
+            b.iter(|| {
+                let mut s = tracekit::open(&path).unwrap();
+                let mut w =
+                    PcapngWriter::new(std::io::sink(), PcapngWriterOptions::default()).unwrap();
+                while let Some(p) = s.next_packet().unwrap() {
+                    w.write_packet(&p).unwrap();
+                }
+                w.finish_into_inner().unwrap().1.packets
+            })
+        });
+        group.bench_function("erf", |b| {
+            b.iter(|| {
+                let mut s = tracekit::open(&path).unwrap();
+                let mut w = ErfWriter::new(std::io::sink(), ErfWriterOptions::default());
+                while let Some(p) = s.next_packet().unwrap() {
+                    w.write_packet(&p).unwrap();
+                }
+                w.finish_into_inner().unwrap().1.packets
+            })
+        });
+        group.finish();
+    }
+}
+
+fn merge(c: &mut Criterion) {
+    for (name, path) in inputs() {
+        let [a, b] = halves(&path, name);
+        let bytes = std::fs::metadata(&path).unwrap().len();
+        let mut group = c.benchmark_group(format!("merge/{name}"));
+        group.throughput(Throughput::Bytes(bytes));
+        group.sample_size(10);
+        let run = |dedup: bool| {
+            let sources = vec![tracekit::open(&a).unwrap(), tracekit::open(&b).unwrap()];
+            let mut m = Merge::new(sources, MergeOptions::default());
+            let mut d = dedup.then(|| Dedup::new(Dedup::DEFAULT_WINDOW));
+            let mut w = PcapWriter::new(std::io::sink(), pcap_options()).unwrap();
+            while let Some((_, p)) = m.next_packet() {
+                if let Some(d) = d.as_mut()
+                    && d.is_duplicate(&p)
+                {
+                    continue;
+                }
+                w.write_packet(&p).unwrap();
+            }
+            w.finish_into_inner().unwrap().1.packets
+        };
+        assert_eq!(run(false), packets());
+        group.bench_function("two_halves", |bch| bch.iter(|| black_box(run(false))));
+        group.bench_function("two_halves_dedup", |bch| bch.iter(|| black_box(run(true))));
+        group.finish();
+    }
+}
+
+fn analysis(c: &mut Criterion) {
+    let (_, path) = inputs().into_iter().nth(1).unwrap();
+    let mut group = c.benchmark_group("analysis/snap96");
+    group.sample_size(10);
+    group.bench_function("ports", |b| {
+        let mut ports = Ports::new();
+        b.iter(|| {
+            let mut s = tracekit::open(&path).unwrap();
+            while let Some(p) = s.next_packet().unwrap() {
+                ports.add(&p);
+            }
+            ports.packets()
+        })
+    });
+    group.bench_function("protocols", |b| {
+        b.iter(|| {
+            let mut s = tracekit::open(&path).unwrap();
+            let mut protocols = Protocols::default();
+            while let Some(p) = s.next_packet().unwrap() {
+                protocols.add(&p);
+            }
+            protocols.packets
+        })
+    });
+    group.finish();
+}
+
+criterion_group!(benches, write_format, merge, analysis);
+criterion_main!(benches);
