@@ -8,60 +8,18 @@ use std::time::Duration;
 
 use tracekit::CaptureSource;
 use tracekit_afpacket::{Injector, enter_netns};
+use tracekit_testdata::netns::{VethPair, is_root};
 
 fn tracekit() -> Command {
     Command::new(env!("CARGO_BIN_EXE_tracekit"))
 }
 
-fn is_root() -> bool {
-    let out = Command::new("id").arg("-u").output().unwrap();
-    let root = String::from_utf8_lossy(&out.stdout).trim() == "0";
-    if !root {
-        eprintln!("not root: skipping live capture tests");
-    }
-    root
-}
-
-fn ip(args: &[&str]) {
-    let out = Command::new("ip").args(args).output().unwrap();
-    assert!(
-        out.status.success(),
-        "ip {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
-struct Pair {
-    a: String,
-    b: String,
-}
+/// The test namespaces, with the commands the tests run in them.
+struct Pair(VethPair);
 
 impl Pair {
     fn new(tag: &str) -> Pair {
-        let id = std::process::id();
-        let p = Pair {
-            a: format!("tkc{id}{tag}a"),
-            b: format!("tkc{id}{tag}b"),
-        };
-        for ns in [&p.a, &p.b] {
-            ip(&["netns", "add", ns]);
-            for key in ["all", "default"] {
-                ip(&[
-                    "netns",
-                    "exec",
-                    ns,
-                    "sysctl",
-                    "-qw",
-                    &format!("net.ipv6.conf.{key}.disable_ipv6=1"),
-                ]);
-            }
-        }
-        ip(&[
-            "link", "add", "va", "netns", &p.a, "type", "veth", "peer", "name", "vb", "netns", &p.b,
-        ]);
-        ip(&["-n", &p.a, "link", "set", "va", "up"]);
-        ip(&["-n", &p.b, "link", "set", "vb", "up"]);
-        p
+        Pair(VethPair::new(&format!("c{tag}")))
     }
 
     /// Starts `tracekit capture -i vb ARGS` inside namespace b and waits until it runs.
@@ -74,7 +32,7 @@ impl Pair {
     /// Starts `tracekit ARGS` inside namespace b and waits until it runs.
     fn tracekit(&self, args: &[&str]) -> Child {
         let child = Command::new("ip")
-            .args(["netns", "exec", &self.b])
+            .args(["netns", "exec", &self.0.b])
             .arg(env!("CARGO_BIN_EXE_tracekit"))
             .args(args)
             .stdout(Stdio::piped())
@@ -87,7 +45,7 @@ impl Pair {
 
     /// Sends `n` UDP frames over 64 flows on va, numbered from `first`.
     fn send(&self, first: u32, n: u32) {
-        let ns = self.a.clone();
+        let ns = self.0.a.clone();
         std::thread::spawn(move || {
             enter_netns(&ns).unwrap();
             let inj = Injector::open("va").unwrap();
@@ -97,14 +55,6 @@ impl Pair {
         })
         .join()
         .unwrap();
-    }
-}
-
-impl Drop for Pair {
-    fn drop(&mut self) {
-        for ns in [&self.a, &self.b] {
-            let _ = Command::new("ip").args(["netns", "del", ns]).output();
-        }
     }
 }
 

@@ -122,3 +122,75 @@ pub fn tshark_frames(path: &Path) -> Vec<(u64, u32, u32)> {
         })
         .collect()
 }
+
+/// Network namespaces for the live-capture tests (they need root).
+pub mod netns {
+    use std::process::Command;
+
+    /// Whether the tests run as root; says so when they do not (the live tests then
+    /// skip).
+    pub fn is_root() -> bool {
+        let out = Command::new("id").arg("-u").output().expect("id runs");
+        let root = String::from_utf8_lossy(&out.stdout).trim() == "0";
+        if !root {
+            eprintln!("not root: skipping this live capture test (it creates network namespaces)");
+        }
+        root
+    }
+
+    fn ip(args: &[&str]) {
+        let out = Command::new("ip")
+            .args(args)
+            .output()
+            .expect("ip (iproute2) runs");
+        assert!(
+            out.status.success(),
+            "ip {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
+    /// Two network namespaces joined by a veth pair: `va` in `a`, `vb` in `b`, both up,
+    /// IPv6 off (so that no router solicitation joins the traffic), `lo` up in `b`.
+    /// Both namespaces are deleted on drop.
+    pub struct VethPair {
+        /// The namespace holding `va`.
+        pub a: String,
+        /// The namespace holding `vb`.
+        pub b: String,
+    }
+
+    impl VethPair {
+        /// Creates the pair; `tag` keeps the names of concurrent tests apart.
+        pub fn new(tag: &str) -> VethPair {
+            let id = std::process::id();
+            let pair = VethPair {
+                a: format!("tk{id}{tag}a"),
+                b: format!("tk{id}{tag}b"),
+            };
+            for ns in [&pair.a, &pair.b] {
+                ip(&["netns", "add", ns]);
+                for key in ["all", "default"] {
+                    let setting = format!("net.ipv6.conf.{key}.disable_ipv6=1");
+                    ip(&["netns", "exec", ns, "sysctl", "-qw", &setting]);
+                }
+            }
+            ip(&[
+                "link", "add", "va", "netns", &pair.a, "type", "veth", "peer", "name", "vb",
+                "netns", &pair.b,
+            ]);
+            ip(&["-n", &pair.a, "link", "set", "va", "up"]);
+            ip(&["-n", &pair.b, "link", "set", "vb", "up"]);
+            ip(&["-n", &pair.b, "link", "set", "lo", "up"]);
+            pair
+        }
+    }
+
+    impl Drop for VethPair {
+        fn drop(&mut self) {
+            for ns in [&self.a, &self.b] {
+                let _ = Command::new("ip").args(["netns", "del", ns]).output();
+            }
+        }
+    }
+}

@@ -3,98 +3,46 @@
 //! count is known. Needs root; without it each test says so and passes.
 
 use std::collections::{HashMap, HashSet};
-use std::process::Command;
-use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use tracekit_afpacket::{
     AfPacket, FanoutGroup, GroupId, Injector, KernelFilter, Options, RingStats, enter_netns,
 };
 use tracekit_core::{CaptureSource, OwnedPacket};
+use tracekit_testdata::netns::{VethPair, is_root};
 
-fn is_root() -> bool {
-    let out = Command::new("id").arg("-u").output().unwrap();
-    let root = String::from_utf8_lossy(&out.stdout).trim() == "0";
-    if !root {
-        eprintln!("not root: skipping live capture tests (they need to create namespaces)");
-    }
-    root
-}
-
-fn ip(args: &[&str]) {
-    let out = Command::new("ip").args(args).output().expect("ip runs");
-    assert!(
-        out.status.success(),
-        "ip {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
-/// Two namespaces joined by a veth pair: `va` in `a`, `vb` in `b`, IPv6 off (no
-/// router solicitations), both up. Removed on drop.
-struct Pair {
-    a: String,
-    b: String,
-}
+/// The test namespaces, with helpers to run code inside them.
+struct Pair(VethPair);
 
 impl Pair {
     fn new(tag: &str) -> Pair {
-        let id = std::process::id();
-        let (a, b) = (format!("tk{id}{tag}a"), format!("tk{id}{tag}b"));
-        let pair = Pair { a, b };
-        for ns in [&pair.a, &pair.b] {
-            ip(&["netns", "add", ns]);
-            for key in ["all", "default"] {
-                ip(&[
-                    "netns",
-                    "exec",
-                    ns,
-                    "sysctl",
-                    "-qw",
-                    &format!("net.ipv6.conf.{key}.disable_ipv6=1"),
-                ]);
-            }
-        }
-        ip(&[
-            "link", "add", "va", "netns", &pair.a, "type", "veth", "peer", "name", "vb", "netns",
-            &pair.b,
-        ]);
-        ip(&["-n", &pair.a, "link", "set", "va", "up"]);
-        ip(&["-n", &pair.b, "link", "set", "vb", "up"]);
-        ip(&["-n", &pair.b, "link", "set", "lo", "up"]);
-        pair
+        Pair(VethPair::new(tag))
     }
 
-    /// Runs `f` on a thread inside namespace `ns`.
-    fn run_in<T: Send + 'static>(
-        ns: &str,
-        f: impl FnOnce() -> T + Send + 'static,
-    ) -> std::thread::JoinHandle<T> {
+    /// Runs `f` on a thread inside namespace `ns` and returns its result.
+    fn run_in<T: Send + 'static>(ns: &str, f: impl FnOnce() -> T + Send + 'static) -> T {
         let ns = ns.to_string();
         std::thread::spawn(move || {
             enter_netns(&ns).unwrap();
             f()
         })
+        .join()
+        .unwrap()
+    }
+
+    /// Opens captures (or anything) inside namespace b; sockets stay in b.
+    fn in_b<T: Send + 'static>(&self, f: impl FnOnce() -> T + Send + 'static) -> T {
+        Pair::run_in(&self.0.b, f)
     }
 
     /// Injects `frames` on `va`.
     fn send(&self, frames: Vec<Vec<u8>>) {
-        Pair::run_in(&self.a, move || {
+        Pair::run_in(&self.0.a, move || {
             let inj = Injector::open("va").unwrap();
             for f in &frames {
                 inj.send(f).unwrap();
             }
-        })
-        .join()
-        .unwrap();
-    }
-}
-
-impl Drop for Pair {
-    fn drop(&mut self) {
-        for ns in [&self.a, &self.b] {
-            let _ = Command::new("ip").args(["netns", "del", ns]).output();
-        }
+        });
     }
 }
 
@@ -199,9 +147,8 @@ fn every_packet_is_captured_and_fanout_keeps_each_flow_on_one_member() {
     }
     let sent = frames.len();
     for members in [1usize, 2, 4] {
-        let (tx, rx) = mpsc::channel();
-        let capture = Pair::run_in(&pair.b, move || {
-            let caps = FanoutGroup::new("vb")
+        let mut caps = pair.in_b(move || {
+            FanoutGroup::new("vb")
                 .members(members)
                 .mode("hash".parse().unwrap())
                 .group(GroupId::Unique)
@@ -211,12 +158,8 @@ fn every_packet_is_captured_and_fanout_keeps_each_flow_on_one_member() {
                     ..Options::default()
                 })
                 .open()
-                .unwrap();
-            tx.send(()).unwrap();
-            caps
+                .unwrap()
         });
-        rx.recv().unwrap();
-        let mut caps = capture.join().unwrap();
         assert_eq!(caps.len(), members);
         let id = caps[0].fanout_group().unwrap().0;
         assert!(caps.iter().all(|c| c.fanout_group().unwrap().0 == id));
@@ -281,9 +224,8 @@ fn vlan_tags_stripped_by_the_kernel_are_put_back() {
         &[(0x88a8, 200), (0x8100, 100)],
     );
     for reinsert in [true, false] {
-        let (tx, rx) = mpsc::channel();
-        let capture = Pair::run_in(&pair.b, move || {
-            let cap = AfPacket::open(
+        let mut cap = pair.in_b(move || {
+            AfPacket::open(
                 "vb",
                 Options {
                     reinsert_vlan: reinsert,
@@ -292,12 +234,8 @@ fn vlan_tags_stripped_by_the_kernel_are_put_back() {
                     ..Options::default()
                 },
             )
-            .unwrap();
-            tx.send(()).unwrap();
-            cap
+            .unwrap()
         });
-        rx.recv().unwrap();
-        let mut cap = capture.join().unwrap();
         pair.send(vec![plain.clone(), dot1q.clone(), qinq.clone()]);
         let got = collect(&mut cap, 3, Duration::from_secs(2));
         assert_eq!(got.len(), 3);
@@ -332,14 +270,7 @@ fn snap_length_and_kernel_filters() {
         ));
     }
     let run = |options: Options, want: usize| -> (Vec<OwnedPacket>, bool) {
-        let (tx, rx) = mpsc::channel();
-        let capture = Pair::run_in(&pair.b, move || {
-            let cap = AfPacket::open("vb", options).unwrap();
-            tx.send(()).unwrap();
-            cap
-        });
-        rx.recv().unwrap();
-        let mut cap = capture.join().unwrap();
+        let mut cap = pair.in_b(move || AfPacket::open("vb", options).unwrap());
         pair.send(frames.clone());
         let got = collect(&mut cap, want, Duration::from_secs(2));
         // Nothing more arrives.
@@ -430,9 +361,8 @@ fn statistics_under_overflow_match_the_kernel() {
     let frames: Vec<Vec<u8>> = (0..3000u32)
         .map(|i| frame(17, [10, 0, 0, 1], [10, 0, 0, 2], 9, 9, 1000, i))
         .collect();
-    let (tx, rx) = mpsc::channel();
-    let capture = Pair::run_in(&pair.b, move || {
-        let cap = AfPacket::open(
+    let mut cap = pair.in_b(move || {
+        AfPacket::open(
             "vb",
             Options {
                 block_size: 128 << 10,
@@ -440,12 +370,8 @@ fn statistics_under_overflow_match_the_kernel() {
                 ..Options::default()
             },
         )
-        .unwrap();
-        tx.send(()).unwrap();
-        cap
+        .unwrap()
     });
-    rx.recv().unwrap();
-    let mut cap = capture.join().unwrap();
     // A late reader: everything is sent before the first read.
     pair.send(frames);
     std::thread::sleep(Duration::from_millis(100));
@@ -482,8 +408,7 @@ fn loopback_packets_are_not_doubled() {
         return;
     }
     let pair = Pair::new("l");
-    let ns = pair.b.clone();
-    let counts = Pair::run_in(&ns, || {
+    let counts = pair.in_b(|| {
         let mut counts = Vec::new();
         for fanout in [None, Some("hash|ignore_outgoing"), Some("hash")] {
             let options = Options {
@@ -526,9 +451,7 @@ fn loopback_packets_are_not_doubled() {
             counts.push(n);
         }
         counts
-    })
-    .join()
-    .unwrap();
+    });
     // Alone or with the group flag: each datagram once. Plain `hash` groups drop the
     // outgoing copy in user space too (loopback rule).
     assert_eq!(counts, vec![200, 200, 200]);
