@@ -153,15 +153,7 @@ pub fn run(args: SplitArgs) -> Result<Outcome> {
             (Some(_), By::Nothing) => false,
         };
         if new_part {
-            if let Some(done) = sink.take() {
-                let name = part_name(&stem, &ext, parts.len());
-                let report = output::finish("split", &name, done)?;
-                parts.push(Part {
-                    file: name,
-                    packets: report.packets,
-                    bytes: report.bytes,
-                });
-            }
+            close_part(&mut sink, &mut parts, &stem, &ext)?;
             if args.max_files.is_some_and(|m| parts.len() as u64 >= m) {
                 limit_reached = true;
                 break None;
@@ -197,15 +189,7 @@ pub fn run(args: SplitArgs) -> Result<Outcome> {
         part_bytes += caplen;
     };
     progress.finish();
-    if let Some(done) = sink.take() {
-        let name = part_name(&stem, &ext, parts.len());
-        let report = output::finish("split", &name, done)?;
-        parts.push(Part {
-            file: name,
-            packets: report.packets,
-            bytes: report.bytes,
-        });
-    }
+    close_part(&mut sink, &mut parts, &stem, &ext)?;
     let mut out = std::io::stdout().lock();
     if args.json {
         serde_json::to_writer(&mut out, &parts)?;
@@ -231,6 +215,20 @@ pub fn run(args: SplitArgs) -> Result<Outcome> {
         return Ok(Outcome::Failed);
     }
     Ok(Outcome::Ok)
+}
+
+/// Completes the part being written, if any, and lists it.
+fn close_part(sink: &mut Option<Sink>, parts: &mut Vec<Part>, stem: &str, ext: &str) -> Result<()> {
+    if let Some(done) = sink.take() {
+        let name = part_name(stem, ext, parts.len());
+        let report = output::finish("split", &name, done)?;
+        parts.push(Part {
+            file: name,
+            packets: report.packets,
+            bytes: report.bytes,
+        });
+    }
+    Ok(())
 }
 
 pub fn part_name(stem: &str, ext: &str, n: usize) -> String {
