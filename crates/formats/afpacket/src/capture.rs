@@ -691,11 +691,12 @@ impl AfPacket {
     /// Waits for the next block (or the stop flag, or `deadline`).
     fn wait_block(&mut self, deadline: Option<Instant>) -> Result<bool, Error> {
         loop {
-            if self.take_block()? {
-                return Ok(true);
-            }
+            // The stop flag first: under continuous traffic a block is always ready.
             if self.stop.is_stopped() {
                 return Ok(false);
+            }
+            if self.take_block()? {
+                return Ok(true);
             }
             let mut wait = self.poll_ms;
             if let Some(d) = deadline {

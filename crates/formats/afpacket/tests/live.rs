@@ -456,3 +456,59 @@ fn loopback_packets_are_not_doubled() {
     // outgoing copy in user space too (loopback rule).
     assert_eq!(counts, vec![200, 200, 200]);
 }
+
+#[test]
+fn stop_ends_reading_under_continuous_traffic() {
+    if !is_root() {
+        return;
+    }
+    let pair = Pair::new("t");
+    // Small blocks and a slow reader: a full block is always waiting.
+    let mut cap = pair.in_b(|| {
+        AfPacket::open(
+            "vb",
+            Options {
+                block_size: 128 << 10,
+                block_nr: 16,
+                ..Options::default()
+            },
+        )
+        .unwrap()
+    });
+    let stop = cap.stop_handle();
+    let stopped = cap.stop_handle();
+    let sending = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let a = pair.0.a.clone();
+    let flag = sending.clone();
+    let sender = std::thread::spawn(move || {
+        enter_netns(&a).unwrap();
+        let inj = Injector::open("va").unwrap();
+        let f = frame(17, [10, 0, 0, 1], [10, 0, 0, 2], 1, 2, 100, 0);
+        while flag.load(std::sync::atomic::Ordering::Relaxed) {
+            inj.send(&f).unwrap();
+        }
+    });
+    let stopper = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(300));
+        stop.stop();
+    });
+    let started = Instant::now();
+    let mut n = 0u64;
+    // Bounded so that a reader that ignores the flag fails the test instead of hanging.
+    while started.elapsed() < Duration::from_secs(4) {
+        match cap.next_block(Some(Duration::from_millis(100))).unwrap() {
+            Some(block) => {
+                n += block.packets().count() as u64;
+                std::thread::sleep(Duration::from_millis(3));
+            }
+            None if stopped.is_stopped() => break,
+            None => {}
+        }
+    }
+    let took = started.elapsed();
+    sending.store(false, std::sync::atomic::Ordering::Relaxed);
+    sender.join().unwrap();
+    stopper.join().unwrap();
+    assert!(n > 0);
+    assert!(took < Duration::from_secs(2), "stopping took {took:?}");
+}
