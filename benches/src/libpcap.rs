@@ -11,6 +11,8 @@ struct PcapPkthdr {
     len: u32,
 }
 
+// SAFETY: these signatures are pcap_open_offline, pcap_next_ex and pcap_close as declared in <pcap/pcap.h> (libpcap 1.10); the
+// calls that use them state their own preconditions.
 #[link(name = "pcap")]
 unsafe extern "C" {
     fn pcap_open_offline(fname: *const c_char, errbuf: *mut c_char) -> *mut c_void;

@@ -7,6 +7,8 @@
 use libfuzzer_sys::fuzz_target;
 use tracekit_filter::{Insn, Program};
 
+// SAFETY: these signatures are bpf_filter as declared in <pcap/bpf.h>; the
+// calls that use them state their own preconditions.
 #[link(name = "pcap")]
 unsafe extern "C" {
     fn bpf_filter(pc: *const Insn, p: *const u8, wirelen: u32, buflen: u32) -> u32;

@@ -167,20 +167,8 @@ fn print_stats(label: &str, per_member: &[RingStats], written: u64) {
 }
 
 pub fn run(args: CaptureArgs) -> Result<Outcome> {
+    // Environment and config file first, then the flags over them.
     let mut group = FanoutGroup::configured(&args.interface)?;
-    let explicit_fanout =
-        args.members.is_some_and(|m| m > 1) || args.fanout.is_some() || args.group.is_some();
-    let (env_members, env_spec, env_group, _) = group.settings();
-    let env_fanout = std::env::vars().any(|(k, _)| {
-        k.starts_with("TRACEKIT_GROUP")
-            || k.starts_with("TRACEKIT_FANOUT")
-            || k.starts_with("PCAP_GROUP")
-            || k.starts_with("PCAP_FANOUT")
-            || k == "PCAP_DEF_GROUP"
-    }) || env_members > 1
-        || matches!(env_group, GroupId::Fixed(_));
-    let _ = env_spec;
-    let use_fanout = explicit_fanout || env_fanout;
     if let Some(m) = args.members {
         if m == 0 {
             bail!("--members must be at least 1");
@@ -193,7 +181,10 @@ pub fn run(args: CaptureArgs) -> Result<Outcome> {
     if let Some(id) = args.group {
         group = group.group(GroupId::Fixed(id));
     }
-    let (members, _, _, base) = group.settings();
+    let (members, _, group_id, base) = group.settings();
+    // A group is joined when one is named (flag, environment or file), several members
+    // are asked for, or a mode is given on the command line.
+    let use_fanout = members > 1 || matches!(group_id, GroupId::Fixed(_)) || args.fanout.is_some();
     let mut options = base.clone();
     if let Some(s) = args.output.snaplen {
         options.snaplen = s;
@@ -230,7 +221,7 @@ pub fn run(args: CaptureArgs) -> Result<Outcome> {
     } else {
         vec![AfPacket::open(&args.interface, options)?]
     };
-    let _ = members;
+
     let stop: StopHandle = crate::ctrl_c_stop();
     for c in caps.iter_mut() {
         c.set_stop_handle(stop.clone());

@@ -4,9 +4,10 @@ use std::path::Path;
 
 use anyhow::{Context, Result, bail};
 use clap::{Args, ValueEnum};
-use tracekit::{Compression, CopyError, CreateOptions, Format, TsResolution};
+use tracekit::{CopyError, CreateOptions, TsResolution};
 
 use crate::Outcome;
+use crate::output::OutputArgs;
 use crate::progress::Progress;
 
 /// Copy a trace into another file, format or time stamp resolution.
@@ -29,34 +30,14 @@ pub struct ConvertArgs {
     input: String,
     /// Output trace (`-` for standard output).
     output: String,
-    /// Output format (default: from the output name; pcap for standard output).
-    #[arg(long, value_parser = parse_format)]
-    format: Option<Format>,
     /// Copy only the packets matching this tcpdump filter expression.
     #[arg(short = 'f', long = "filter", value_name = "EXPR")]
     filter: Option<String>,
     /// Output time stamp resolution (default: the input's).
     #[arg(long, value_enum)]
     ts_resolution: Option<Resolution>,
-    /// Cut packets to at most this many bytes (default: the input's snap length).
-    #[arg(long)]
-    snaplen: Option<u32>,
-    /// Compress the output: gzip, bzip2, zstd, xz, lz4 or none (default: from the output
-    /// name's extension, .gz .bz2 .zst .xz .lz4).
-    #[arg(long, value_parser = parse_compression)]
-    compress: Option<Compression>,
-    /// Compression level in the codec's own range: gzip 1-9 (default 6), bzip2 1-9 (9),
-    /// zstd 1-22 (3), xz 0-9 (6), lz4 1.
-    #[arg(long)]
-    level: Option<i32>,
-    /// Compression threads (default: one per core).
-    #[arg(long, default_value_t = 0)]
-    threads: usize,
-}
-
-fn parse_compression(s: &str) -> Result<Compression, String> {
-    Compression::from_name(s)
-        .ok_or_else(|| format!("unknown codec '{s}' (known: gzip, bzip2, zstd, xz, lz4, none)"))
+    #[command(flatten)]
+    out: OutputArgs,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -67,12 +48,8 @@ enum Resolution {
     Ns,
 }
 
-fn parse_format(s: &str) -> Result<Format, String> {
-    Format::from_name(s).ok_or_else(|| format!("unknown format '{s}' (known: pcap, pcapng, erf)"))
-}
-
 /// Refuses to write over the input.
-fn check_not_same_file(input: &str, output: &str) -> Result<()> {
+pub fn check_not_same_file(input: &str, output: &str) -> Result<()> {
     if input == "-" || output == "-" || !Path::new(output).exists() {
         return Ok(());
     }
@@ -100,14 +77,14 @@ pub fn run(args: ConvertArgs) -> Result<Outcome> {
         None => (TsResolution::NANO, false),
     };
     let options = CreateOptions {
-        format: args.format,
+        format: args.out.format,
         ts_resolution: Some(resolution),
         allow_precision_loss: allow_loss,
-        snaplen: args.snaplen.or(source.snaplen().filter(|s| *s != 0)),
+        snaplen: args.out.snaplen.or(source.snaplen().filter(|s| *s != 0)),
         link_type: source.declared_link_type(),
-        compression: args.compress,
-        level: args.level,
-        threads: args.threads,
+        compression: args.out.compress,
+        level: args.out.level,
+        threads: args.out.threads,
     };
     let mut sink = tracekit::create(&args.output, &options)
         .with_context(|| format!("cannot create {}", args.output))?;

@@ -3,13 +3,14 @@
 
 use std::io::Write;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 use clap::Args;
 use serde::Serialize;
 use tracekit::merge::{Dedup, InterfaceMode, Merge, MergeOptions};
 use tracekit::{InterfaceDescriber, Source};
 
 use crate::Outcome;
+use crate::convert::check_not_same_file;
 use crate::output::{self, OutputArgs};
 use crate::progress::Progress;
 
@@ -77,16 +78,7 @@ struct MergeJson<'a> {
 
 pub fn run(args: MergeArgs) -> Result<Outcome> {
     for input in &args.inputs {
-        if input != "-"
-            && args.output_file != "-"
-            && std::fs::canonicalize(input).ok().is_some()
-            && std::fs::canonicalize(input).ok() == std::fs::canonicalize(&args.output_file).ok()
-        {
-            bail!(
-                "the output {} is an input file: refusing to overwrite it",
-                args.output_file
-            );
-        }
+        check_not_same_file(input, &args.output_file)?;
     }
     let mut sources: Vec<Source> = Vec::with_capacity(args.inputs.len());
     for input in &args.inputs {

@@ -15,6 +15,16 @@ pub struct Ended {
     pub error: Option<tracekit::Error>,
 }
 
+/// Compiles a `-f` expression (checked once, before any packet is read).
+pub fn compile(expr: &str) -> Result<Filter> {
+    Filter::new(expr, 262_144).with_context(|| format!("filter '{expr}'"))
+}
+
+/// Compiles every `-f` expression of a command.
+pub fn compile_all(exprs: &[String]) -> Result<Vec<Filter>> {
+    exprs.iter().map(|e| compile(e)).collect()
+}
+
 /// Hands each packet of `file` that `filter` keeps to `f` with its number in the file;
 /// `f` returns `false` to stop early.
 pub fn each_packet(
@@ -22,10 +32,7 @@ pub fn each_packet(
     filter: Option<&str>,
     mut f: impl FnMut(u64, &Packet<'_>) -> Result<bool>,
 ) -> Result<Ended> {
-    let mut filter = filter
-        .map(|e| Filter::new(e, 262_144))
-        .transpose()
-        .context("filter")?;
+    let mut filter = filter.map(compile).transpose()?;
     let mut source = crate::open_source(file)?;
     let mut progress = Progress::new(file, source.size_hint());
     let mut read = 0u64;

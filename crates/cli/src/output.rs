@@ -14,7 +14,8 @@ pub struct OutputArgs {
     /// name's extension, .gz .bz2 .zst .xz .lz4).
     #[arg(long, value_parser = parse_compression)]
     pub compress: Option<Compression>,
-    /// Compression level in the codec's own range (gzip 1-9, bzip2 1-9, zstd 1-22, xz 0-9).
+    /// Compression level in the codec's own range: gzip 1-9 (default 6), bzip2 1-9 (9),
+    /// zstd 1-22 (3), xz 0-9 (6), lz4 1.
     #[arg(long)]
     pub level: Option<i32>,
     /// Compression threads (default: one per core).

@@ -3,9 +3,9 @@
 
 use std::io::Write;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Result, bail};
 use clap::{Args, ValueEnum};
-use tracekit::{Filter, Packet};
+use tracekit::Packet;
 
 use crate::Outcome;
 use crate::numbered;
@@ -65,17 +65,17 @@ enum Cut {
     Count(u64),
 }
 
-/// One row being accumulated: the interval's start, total and per-filter counts.
+/// One row being accumulated: the interval's start, then (packets, bytes) in total
+/// (first) and per filter.
 struct Row {
     start_ns: u64,
-    packets: u64,
     counts: Vec<(u64, u64)>,
 }
 
 impl Row {
     fn reset(&mut self, start_ns: u64) {
         self.start_ns = start_ns;
-        self.packets = 0;
+
         self.counts.iter_mut().for_each(|c| *c = (0, 0));
     }
 }
@@ -197,11 +197,7 @@ pub fn run(args: RtstatsArgs) -> Result<Outcome> {
         (Some(s), None) => Cut::Interval(((s * 1e9).round() as u64).max(1)),
         (None, None) => Cut::Interval(60_000_000_000),
     };
-    let mut filters = args
-        .filters
-        .iter()
-        .map(|e| Filter::new(e, 262_144).with_context(|| format!("filter '{e}'")))
-        .collect::<Result<Vec<_>>>()?;
+    let mut filters = numbered::compile_all(&args.filters)?;
     let format = if args.json {
         RowFormat::Json
     } else {
@@ -216,13 +212,13 @@ pub fn run(args: RtstatsArgs) -> Result<Outcome> {
     printer.header(&args.filters)?;
     let mut row = Row {
         start_ns: 0,
-        packets: 0,
+
         counts: vec![(0, 0); filters.len() + 1],
     };
     let mut started = false;
     let mut add = |row: &mut Row, p: &Packet<'_>| -> Result<()> {
         let bytes = u64::from(p.wire_len());
-        row.packets += 1;
+
         row.counts[0].0 += 1;
         row.counts[0].1 += bytes;
         for (f, c) in filters.iter_mut().zip(&mut row.counts[1..]) {
@@ -266,7 +262,7 @@ pub fn run(args: RtstatsArgs) -> Result<Outcome> {
                 if !started {
                     row.reset(ts);
                     started = true;
-                } else if row.packets == n {
+                } else if row.counts[0].0 == n {
                     printer.row(&row)?;
                     row.reset(ts);
                 }

@@ -3,10 +3,9 @@
 
 use std::io::Write;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use clap::Args;
 use serde::Serialize;
-use tracekit::Filter;
 use tracekit::analysis::Protocols;
 use tracekit::decode::Decoded;
 
@@ -84,11 +83,7 @@ struct StatsJson<'a> {
 }
 
 pub fn run(args: StatsArgs) -> Result<Outcome> {
-    let mut filters = args
-        .filters
-        .iter()
-        .map(|e| Filter::new(e, 262_144).with_context(|| format!("filter '{e}'")))
-        .collect::<Result<Vec<_>>>()?;
+    let mut filters = numbered::compile_all(&args.filters)?;
     let mut outcome = Outcome::Ok;
     for (i, file) in args.files.iter().enumerate() {
         let mut total = Counts::default();

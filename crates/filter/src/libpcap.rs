@@ -14,6 +14,8 @@ struct BpfProgram {
     bf_insns: *mut Insn,
 }
 
+// SAFETY: these signatures are the compile functions as declared in <pcap/pcap.h> (libpcap 1.10); the
+// calls that use them state their own preconditions.
 #[link(name = "pcap")]
 unsafe extern "C" {
     fn pcap_open_dead(linktype: c_int, snaplen: c_int) -> *mut c_void;

@@ -119,6 +119,8 @@ struct Cursor {
     off: usize,
     /// Packets left.
     left: u32,
+    /// Packets left that are not skipped (what the reader will still be handed).
+    kept: u32,
 }
 
 /// A stop flag for a capture: [`StopHandle::stop`] from any thread (a signal handler,
@@ -495,13 +497,13 @@ impl AfPacket {
                 Some(libc::EALREADY) => " (already in a group)",
                 _ => "",
             };
-            io_err(&format!("joining fan-out group {group} as {spec}{why}"), &self.iface.clone(), e)
+            io_err(&format!("joining fan-out group {group} as {spec}{why}"), &self.iface, e)
         })?;
         if let Some(p) = program {
             match p {
                 FanoutProgram::Cbpf(insns) => {
                     sys::attach_filter(&self.fd, &sock_filter(insns), true)
-                        .map_err(|e| io_err("PACKET_FANOUT_DATA", &self.iface.clone(), e))?
+                        .map_err(|e| io_err("PACKET_FANOUT_DATA", &self.iface, e))?
                 }
                 FanoutProgram::Ebpf(fd) => sys::set_option(
                     &self.fd,
@@ -509,12 +511,12 @@ impl AfPacket {
                     libc::PACKET_FANOUT_DATA,
                     &(*fd as u32),
                 )
-                .map_err(|e| io_err("PACKET_FANOUT_DATA", &self.iface.clone(), e))?,
+                .map_err(|e| io_err("PACKET_FANOUT_DATA", &self.iface, e))?,
             }
         }
         let id = if extra.contains(FanoutFlags::UNIQUE_ID) {
             let (v, _) = sys::get_option::<u32>(&self.fd, libc::SOL_PACKET, libc::PACKET_FANOUT)
-                .map_err(|e| io_err("reading the fan-out id", &self.iface.clone(), e))?;
+                .map_err(|e| io_err("reading the fan-out id", &self.iface, e))?;
             (v & 0xffff) as u16
         } else {
             group
@@ -645,6 +647,7 @@ impl AfPacket {
             block,
             off: first - AREA_START,
             left: packets,
+            kept: packets - filtered as u32,
         });
         Ok(true)
     }
@@ -680,6 +683,7 @@ impl AfPacket {
         };
         let skip = u16_at(area, off + 38) == MARK_SKIP;
         c.left -= 1;
+        c.kept -= u32::from(!skip);
         c.off += next;
         Slot {
             data: off + mac..off + mac + caplen,
@@ -868,8 +872,8 @@ impl Block<'_> {
 
 impl Drop for Block<'_> {
     fn drop(&mut self) {
-        let kept = self.packets().count() as u64;
-        self.cap.delivered += kept;
+        // The block's unread packets count as handed over (known since it was taken).
+        self.cap.delivered += self.cap.cursor.map_or(0, |c| u64::from(c.kept));
         self.cap.release_block();
     }
 }
