@@ -86,7 +86,7 @@ pub struct Merge {
 impl Merge {
     /// Starts a merge: reads the first packet of every input (so that their interfaces
     /// are known before the first packet comes out).
-        pub fn new(sources: Vec<Source>, options: MergeOptions) -> Merge {
+    pub fn new(sources: Vec<Source>, options: MergeOptions) -> Merge {
         let n = sources.len();
         let mut merge = Merge {
             inputs: sources
@@ -103,10 +103,10 @@ impl Merge {
             append: options.append,
             cursor: 0,
             keep_numbers: false,
-                        map: vec![Vec::new(); n],
+            map: vec![Vec::new(); n],
             owners: Vec::new(),
         };
-        
+
         for i in 0..merge.inputs.len() {
             if let Some(ts) = merge.advance(i)
                 && !merge.append
