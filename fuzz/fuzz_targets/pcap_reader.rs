@@ -3,7 +3,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use tracekit_core::io::Input;
+use tracekit_io::Input;
 use tracekit_pcap::PcapReader;
 
 fuzz_target!(|data: &[u8]| {

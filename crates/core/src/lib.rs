@@ -5,8 +5,10 @@
 //! - [`LinkType`]: the pcap `LINKTYPE_*` registry, unknown values kept;
 //! - [`CaptureSource`] / [`CaptureSink`]: what every format implements; `next_packet`
 //!   lends the packet so a zero-copy buffer cannot be reused while it is borrowed;
-//! - [`Error`]: one error type carrying the file, byte offset and packet number;
-//! - [`io`]: the in-place byte input that readers parse from.
+//! - [`Error`]: one error type carrying the file, byte offset and packet number.
+//!
+//! This crate depends on nothing heavier than `thiserror`: the decoder builds on it
+//! alone. Reading files and compression live in `tracekit-io`.
 //!
 //! ```
 //! use tracekit_core::{CaptureSource, LinkType, Meta, Packet, Timestamp};
@@ -17,13 +19,11 @@
 //! assert_eq!(packet.ts().as_unix_nanos(), 1_700_000_000_000_000_005);
 //! ```
 
-// `unsafe` is confined to the file-mapping corner (`io::mmap`), which allows it locally.
-#![deny(unsafe_code)]
+#![forbid(unsafe_code)]
 
 mod byteorder;
 mod error;
 mod interface;
-pub mod io;
 mod linktype;
 mod packet;
 mod source;

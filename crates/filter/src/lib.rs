@@ -8,6 +8,10 @@
 //!   system libpcap (feature `libpcap`: `pcap_open_dead` + `pcap_compile`, optimised,
 //!   netmask unknown); or a fixed program from `tcpdump -ddd` output
 //!   ([`Filter::from_ddd`]) for builds without libpcap.
+//! - libpcap is loaded at run time, not linked: the usual sonames are tried
+//!   (`libpcap.so.0.8`, `libpcap.so.1`, `libpcap.so`, macOS's `libpcap.A.dylib`), or the
+//!   one named by `TRACEKIT_LIBPCAP`. Without it, everything but compiling an expression
+//!   works, and compiling fails with a message that names the package to install.
 //!
 //! ```
 //! use tracekit_core::{LinkType, Meta, Packet, Timestamp};
@@ -32,6 +36,9 @@ mod program;
 pub use program::{Insn, MAX_INSNS, Program, op, parse_ddd};
 
 use tracekit_core::{Error, LinkType, Packet, PacketKind};
+
+#[cfg(feature = "libpcap")]
+pub use libpcap::{LIBPCAP_ENV, available as libpcap_available};
 
 /// Compiles `expr` for `link` with libpcap.
 #[cfg(feature = "libpcap")]

@@ -3,8 +3,8 @@
 use std::fmt;
 
 use tracekit_core::Error;
-use tracekit_core::io::Compression;
 use tracekit_erf::looks_like_erf;
+use tracekit_io::Compression;
 use tracekit_pcap::FileHeader;
 use tracekit_pcapng::is_pcapng;
 

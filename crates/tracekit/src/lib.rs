@@ -50,13 +50,13 @@ pub use sink::{CreateOptions, Sink, create};
 pub use source::{Metadata, OpenOptions, Source, open, open_with};
 pub use summary::Summary;
 
-pub use tracekit_core::io::{Compression, ReadMode};
 pub use tracekit_core::{
     ByteOrder, CaptureSink, CaptureSource, Direction, Error, ErrorKind, InterfaceInfo, LinkType,
     Meta, OwnedPacket, Packet, PacketKind, PacketOptions, SinkReport, Stats, Timestamp,
     TsResolution,
 };
 pub use tracekit_filter::Filter;
+pub use tracekit_io::{Compression, ReadMode};
 pub use {
     tracekit_afpacket as live, tracekit_core as core, tracekit_decode as decode,
     tracekit_erf as erf, tracekit_filter as filter, tracekit_pcap as pcap,

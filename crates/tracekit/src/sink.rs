@@ -5,11 +5,11 @@ use std::fs::File;
 use std::io::{self, Write};
 use std::path::Path;
 
-use tracekit_core::io::{CompressOptions, Compression, ParallelWriter};
 use tracekit_core::{
     CaptureSink, Error, InterfaceInfo, LinkType, Packet, SinkReport, TsResolution,
 };
 use tracekit_erf::{ErfWriter, ErfWriterOptions};
+use tracekit_io::{CompressOptions, Compression, ParallelWriter};
 use tracekit_pcap::{PcapWriter, PcapWriterOptions};
 use tracekit_pcapng::{PcapngWriter, PcapngWriterOptions};
 

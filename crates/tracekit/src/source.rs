@@ -3,10 +3,10 @@
 use std::path::Path;
 
 use tracekit_afpacket::{AfPacket, FanoutGroup, GroupId};
-use tracekit_core::io::{Compression, Input, ReadMode};
 use tracekit_core::{CaptureSource, Error, InterfaceInfo, LinkType, Packet, Stats, TsResolution};
 use tracekit_erf::{ErfReader, ErfReaderOptions};
 use tracekit_filter::Filter;
+use tracekit_io::{Compression, Input, ReadMode};
 use tracekit_pcap::PcapReader;
 use tracekit_pcapng::{PcapngReader, PcapngReaderOptions};
 

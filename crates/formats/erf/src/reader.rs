@@ -3,11 +3,11 @@
 use std::io::Read;
 use std::path::Path;
 
-use tracekit_core::io::{Input, ReadMode};
 use tracekit_core::{
     CaptureSource, Direction, Error, InterfaceInfo, LinkType, Meta, Packet, PacketKind, Stats,
     Timestamp, TsResolution,
 };
+use tracekit_io::{Input, ReadMode};
 
 use crate::record::{self, EXT_LEN, HEADER_LEN, Payload, field, types};
 

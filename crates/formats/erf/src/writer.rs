@@ -204,7 +204,7 @@ impl<W: Write> ErfWriter<W> {
     /// Flushes and returns the inner writer with the report.
     pub fn finish_into_inner(self) -> Result<(W, SinkReport), Error> {
         let report = self.report();
-        let inner = tracekit_core::io::finish_buffered(self.out)?;
+        let inner = tracekit_io::finish_buffered(self.out)?;
         Ok((inner, report))
     }
 

@@ -6,9 +6,9 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use tracekit_core::io::{Input, ReadMode};
 use tracekit_core::{Error, LinkType, PacketKind};
 use tracekit_erf::{ErfReader, ErfReaderOptions, looks_like_erf};
+use tracekit_io::{Input, ReadMode};
 use tracekit_testdata::{Entry, corpus, have, manifest};
 
 /// The decompressed bytes of a corpus file (gzip/bzip2/xz by magic, via the system

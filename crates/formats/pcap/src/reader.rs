@@ -3,10 +3,10 @@
 use std::io::Read;
 use std::path::Path;
 
-use tracekit_core::io::{Input, ReadMode};
 use tracekit_core::{
     CaptureSource, Direction, Error, LinkType, Meta, Packet, PacketKind, Stats, Timestamp,
 };
+use tracekit_io::{Input, ReadMode};
 
 use crate::header::{FILE_HEADER_LEN, FileHeader};
 

@@ -228,7 +228,7 @@ impl<W: Write> PcapWriter<W> {
             self.write_header(self.options.link_type.unwrap_or(LinkType::ETHERNET))?;
         }
         let report = self.report();
-        let inner = tracekit_core::io::finish_buffered(self.out)?;
+        let inner = tracekit_io::finish_buffered(self.out)?;
         Ok((inner, report))
     }
 

@@ -11,8 +11,8 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use pcap_file::pcap::PcapReader as OracleReader;
-use tracekit_core::io::{Input, ReadMode};
 use tracekit_core::{ErrorKind, TsResolution};
+use tracekit_io::{Input, ReadMode};
 use tracekit_pcap::{FileHeader, PcapReader};
 use tracekit_testdata::{corpus, corpus_dir, have, manifest_count, tshark_frames};
 

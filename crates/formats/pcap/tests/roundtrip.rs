@@ -5,8 +5,8 @@
 use std::io::Write;
 
 use proptest::prelude::*;
-use tracekit_core::io::ReadMode;
 use tracekit_core::{ErrorKind, LinkType, Meta, Packet, Timestamp, TsResolution};
+use tracekit_io::ReadMode;
 use tracekit_pcap::{ByteOrder, PcapReader, PcapWriter, PcapWriterOptions};
 
 #[derive(Debug, Clone)]

@@ -3,11 +3,11 @@
 use std::io::Read;
 use std::path::Path;
 
-use tracekit_core::io::{Input, ReadMode};
 use tracekit_core::{
     ByteOrder, CaptureSource, Direction, Error, LinkType, Meta, Packet, PacketKind, PacketOptions,
     Stats, Timestamp,
 };
+use tracekit_io::{Input, ReadMode};
 
 use crate::block::{self, opt, padded};
 use crate::interface::{Clocked, Interface, InterfaceStats, Section};

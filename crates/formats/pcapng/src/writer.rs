@@ -367,7 +367,7 @@ impl<W: Write> PcapngWriter<W> {
     pub fn finish_into_inner(mut self) -> Result<(W, SinkReport), Error> {
         self.start()?;
         let report = self.report();
-        let inner = tracekit_core::io::finish_buffered(self.out)?;
+        let inner = tracekit_io::finish_buffered(self.out)?;
         Ok((inner, report))
     }
 

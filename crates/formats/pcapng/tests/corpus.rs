@@ -8,8 +8,8 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use tracekit_core::io::{Input, ReadMode};
 use tracekit_core::{Error, ErrorKind, PacketKind};
+use tracekit_io::{Input, ReadMode};
 use tracekit_pcapng::{PcapngReader, PcapngReaderOptions, is_pcapng};
 use tracekit_testdata::{corpus, corpus_dir, epoch_ns, have, manifest_count};
 

@@ -18,7 +18,7 @@ use std::thread::JoinHandle;
 use crossbeam_channel::{Receiver, Sender, bounded};
 
 use super::Compression;
-use crate::Error;
+use tracekit_core::Error;
 
 /// The gzip extra subfield tracekit writes: `T`, `K`, then the member size.
 pub const GZIP_MEMBER_SUBFIELD: [u8; 2] = *b"TK";
@@ -358,8 +358,8 @@ mod tests {
                 let (packed, bytes) = w.finish().unwrap();
                 assert_eq!(bytes, packed.len() as u64);
                 assert_eq!(Compression::detect(&packed), codec);
-                let raw = super::super::Input::from_reader(io::Cursor::new(packed));
-                let mut input = super::super::Input::decompress(raw, codec).unwrap();
+                let raw = crate::Input::from_reader(io::Cursor::new(packed));
+                let mut input = crate::Input::decompress(raw, codec).unwrap();
                 let mut back = Vec::new();
                 input.read_to_end(&mut back).unwrap();
                 assert!(back == data, "{codec} with {threads} threads");
@@ -378,11 +378,13 @@ mod tests {
         w.finish().unwrap().0
     }
 
-    fn gunzip_with(packed: Vec<u8>, threads: usize) -> Result<Vec<u8>, crate::Error> {
-        let raw = super::super::Input::from_reader(io::Cursor::new(packed));
-        let mut input = super::super::Input::decompress_with(raw, Compression::Gzip, threads)?;
+    fn gunzip_with(packed: Vec<u8>, threads: usize) -> Result<Vec<u8>, tracekit_core::Error> {
+        let raw = crate::Input::from_reader(io::Cursor::new(packed));
+        let mut input = crate::Input::decompress_with(raw, Compression::Gzip, threads)?;
         let mut back = Vec::new();
-        input.read_to_end(&mut back).map_err(crate::Error::from)?;
+        input
+            .read_to_end(&mut back)
+            .map_err(tracekit_core::Error::from)?;
         Ok(back)
     }
 
@@ -390,7 +392,7 @@ mod tests {
     fn tracekit_gzip_is_read_in_parallel_and_in_order() {
         let data = sample(7 * (1 << 20) + 12345);
         let packed = gzip_of(&data, 2);
-        assert!(super::super::decompress::is_splittable_gzip(&packed));
+        assert!(crate::decompress::is_splittable_gzip(&packed));
         for threads in [1, 2, 3] {
             assert!(
                 gunzip_with(packed.clone(), threads).unwrap() == data,
@@ -417,8 +419,8 @@ mod tests {
         let data = sample(4 * (1 << 20));
         let mut packed = gzip_of(&data, 2);
         packed.truncate(packed.len() * 3 / 4);
-        let raw = super::super::Input::from_reader(io::Cursor::new(packed));
-        let mut input = super::super::Input::decompress_with(raw, Compression::Gzip, 2).unwrap();
+        let raw = crate::Input::from_reader(io::Cursor::new(packed));
+        let mut input = crate::Input::decompress_with(raw, Compression::Gzip, 2).unwrap();
         let mut got = 0;
         let err = loop {
             match input.fill(1 << 16) {
@@ -488,9 +490,9 @@ mod tests {
             let w = ParallelWriter::new(Vec::new(), CompressOptions::new(codec)).unwrap();
             let (packed, _) = w.finish().unwrap();
             assert!(!packed.is_empty(), "{codec}");
-            let raw = super::super::Input::from_reader(io::Cursor::new(packed));
+            let raw = crate::Input::from_reader(io::Cursor::new(packed));
             let mut back = Vec::new();
-            super::super::Input::decompress(raw, codec)
+            crate::Input::decompress(raw, codec)
                 .unwrap()
                 .read_to_end(&mut back)
                 .unwrap();

@@ -2,7 +2,7 @@
 //!
 //! The decoder thread fills buffers from a fixed pool (recycled by the parser: no
 //! allocation per block in steady state, memory bounded by the pool) and sends them over a
-//! bounded channel. [`crate::io::Input`] walks the blocks in place and copies only a
+//! bounded channel. [`crate::Input`] walks the blocks in place and copies only a
 //! record that straddles two of them.
 //!
 //! A damaged or truncated stream delivers every byte that decoded before the damage, then

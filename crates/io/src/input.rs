@@ -15,7 +15,7 @@ use std::sync::Arc;
 use super::Compression;
 use super::decompress::BlockStream;
 use super::mmap::GuardedMap;
-use crate::Error;
+use tracekit_core::Error;
 
 /// How a regular file is read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -596,7 +596,7 @@ mod tests {
     fn every_codec_decompresses_in_blocks() {
         use proptest::prelude::*;
         use proptest::test_runner::{Config, TestRunner};
-        let data = sample(2 * super::super::DECOMPRESSED_BLOCK + 4321);
+        let data = sample(2 * crate::DECOMPRESSED_BLOCK + 4321);
         for codec in [
             Compression::Gzip,
             Compression::Bzip2,
@@ -632,7 +632,7 @@ mod tests {
 
     #[test]
     fn truncated_stream_gives_its_bytes_then_an_error() {
-        let data = sample(3 * super::super::DECOMPRESSED_BLOCK);
+        let data = sample(3 * crate::DECOMPRESSED_BLOCK);
         let mut packed = compress(&data, Compression::Gzip, 1);
         packed.truncate(packed.len() / 2);
         let mut input = Input::decompress(

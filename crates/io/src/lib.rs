@@ -1,0 +1,54 @@
+//! Input and output plumbing for tracekit's file formats.
+//!
+//! - [`Input`]: the in-place byte input that the pcap, pcapng and ERF readers parse from:
+//!   a guarded memory mapping of a regular file, or large recycled blocks read from any
+//!   `Read` (pipes, stdin, decompressors);
+//! - [`Compression`]: gzip, bzip2, zstd, xz and lz4 recognised by magic and by file name,
+//!   decompressed on a worker thread (in parallel for multi-member gzip and multi-stream
+//!   bzip2/xz), and written by [`ParallelWriter`] on worker threads.
+//!
+//! This crate is separate from `tracekit-core` so that the decoder and the core types
+//! build without codecs, threads or `libc`.
+//!
+//! ```
+//! use std::io::Read;
+//! use tracekit_io::{Compression, Input};
+//!
+//! let mut packed = Vec::new();
+//! {
+//!     let mut w = flate2::write::GzEncoder::new(&mut packed, flate2::Compression::fast());
+//!     std::io::Write::write_all(&mut w, b"hello, trace").unwrap();
+//!     w.finish().unwrap();
+//! }
+//! assert_eq!(Compression::detect(&packed), Compression::Gzip);
+//! let raw = Input::from_reader(std::io::Cursor::new(packed));
+//! let mut input = Input::decompress(raw, Compression::Gzip).unwrap();
+//! let mut text = String::new();
+//! input.read_to_string(&mut text).unwrap();
+//! assert_eq!(text, "hello, trace");
+//! ```
+
+// `unsafe` is confined to the file-mapping corner (`mmap`), which allows it locally.
+#![deny(unsafe_code)]
+
+mod compress;
+mod compression;
+mod decompress;
+mod input;
+#[allow(unsafe_code)]
+pub mod mmap;
+
+pub use compress::{CompressOptions, GZIP_MEMBER_SUBFIELD, ParallelWriter};
+pub use compression::Compression;
+pub use decompress::DECOMPRESSED_BLOCK;
+pub use input::{BLOCK_SIZE, Input, ReadMode};
+
+/// Flushes a buffered writer and returns the writer inside; a failure to flush is the
+/// error (the output is then incomplete). Every file writer ends this way.
+pub fn finish_buffered<W: std::io::Write>(
+    mut out: std::io::BufWriter<W>,
+) -> Result<W, tracekit_core::Error> {
+    std::io::Write::flush(&mut out)?;
+    out.into_inner()
+        .map_err(|e| tracekit_core::Error::from(e.into_error()))
+}
