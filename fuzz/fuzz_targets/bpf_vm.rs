@@ -16,7 +16,9 @@ unsafe extern "C" {
 }
 
 fuzz_target!(|data: &[u8]| {
-    let Some((&n, rest)) = data.split_first() else { return };
+    let Some((&n, rest)) = data.split_first() else {
+        return;
+    };
     let n = usize::from(n % 24) + 1;
     if rest.len() < n * 8 + 1 {
         return;
@@ -24,21 +26,47 @@ fuzz_target!(|data: &[u8]| {
     let (code, rest) = rest.split_at(n * 8);
     let insns: Vec<Insn> = code
         .chunks_exact(8)
-        .map(|c| Insn::new(u16::from_le_bytes([c[0], c[1]]) & 0xff, c[2], c[3], u32::from_le_bytes([c[4], c[5], c[6], c[7]])))
+        .map(|c| {
+            Insn::new(
+                u16::from_le_bytes([c[0], c[1]]) & 0xff,
+                c[2],
+                c[3],
+                u32::from_le_bytes([c[4], c[5], c[6], c[7]]),
+            )
+        })
         .collect();
     let (&extra, packet) = rest.split_first().unwrap_or((&0, &[]));
     let wire_len = packet.len() as u32 + u32::from(extra);
-    let Ok(program) = Program::new(insns.clone()) else { return };
+    let Ok(program) = Program::new(insns.clone()) else {
+        return;
+    };
     let verdict = program.run(packet, wire_len);
     let forward_only = insns.iter().enumerate().all(|(pc, i)| {
-        i.code & 0x07 != 0x05 || i.code & 0xf0 != 0 || (pc as u64 + 1 + u64::from(i.k)) < insns.len() as u64
+        i.code & 0x07 != 0x05
+            || i.code & 0xf0 != 0
+            || (pc as u64 + 1 + u64::from(i.k)) < insns.len() as u64
     });
-        // libpcap reads stack garbage for unset scratch memory: nothing to compare.
+    // libpcap reads stack garbage for unset scratch memory: nothing to compare.
     // SAFETY: insns outlives the call and holds insns.len() instructions.
-    if !forward_only || program.reads_unset_memory() || unsafe { bpf_validate(insns.as_ptr(), insns.len() as i32) } == 0 {
+    if !forward_only
+        || program.reads_unset_memory()
+        || unsafe { bpf_validate(insns.as_ptr(), insns.len() as i32) } == 0
+    {
         return;
     }
     // SAFETY: the program was validated by libpcap; packet holds buflen bytes.
-    let theirs = unsafe { bpf_filter(insns.as_ptr(), packet.as_ptr(), wire_len, packet.len() as u32) };
-    assert_eq!(verdict, theirs, "program {insns:?} on {} bytes (wire {wire_len})", packet.len());
+    let theirs = unsafe {
+        bpf_filter(
+            insns.as_ptr(),
+            packet.as_ptr(),
+            wire_len,
+            packet.len() as u32,
+        )
+    };
+    assert_eq!(
+        verdict,
+        theirs,
+        "program {insns:?} on {} bytes (wire {wire_len})",
+        packet.len()
+    );
 });

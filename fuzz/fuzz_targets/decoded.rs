@@ -13,10 +13,36 @@ fn inside(outer: &[u8], inner: &[u8]) -> bool {
 }
 
 fn walk(d: &Decoded<'_>, input: &[u8]) {
-    let _ = (d.link(), d.layer3(), d.ipv4(), d.ipv6(), d.udp(), d.icmp(), d.icmpv6());
-    let _ = (d.sctp(), d.gre(), d.src_addr(), d.dst_addr(), d.src_port(), d.dst_port());
-    let _ = (d.flow_key(), d.symmetric_flow_hash(), d.fragment(), d.radiotap(), d.ethernet());
-    let _ = (d.vlans().count(), d.mpls_labels().count(), d.payload_wire_len(), d.tunnel());
+    let _ = (
+        d.link(),
+        d.layer3(),
+        d.ipv4(),
+        d.ipv6(),
+        d.udp(),
+        d.icmp(),
+        d.icmpv6(),
+    );
+    let _ = (
+        d.sctp(),
+        d.gre(),
+        d.src_addr(),
+        d.dst_addr(),
+        d.src_port(),
+        d.dst_port(),
+    );
+    let _ = (
+        d.flow_key(),
+        d.symmetric_flow_hash(),
+        d.fragment(),
+        d.radiotap(),
+        d.ethernet(),
+    );
+    let _ = (
+        d.vlans().count(),
+        d.mpls_labels().count(),
+        d.payload_wire_len(),
+        d.tunnel(),
+    );
     assert!(inside(input, d.link().bytes));
     if let Some(p) = d.payload() {
         assert!(inside(input, p));
@@ -26,7 +52,8 @@ fn walk(d: &Decoded<'_>, input: &[u8]) {
             std::hint::black_box(o);
         }
     }
-    if let Some(Transport::Other { bytes, .. } | Transport::Truncated { bytes, .. }) = d.transport() {
+    if let Some(Transport::Other { bytes, .. } | Transport::Truncated { bytes, .. }) = d.transport()
+    {
         assert!(inside(input, bytes));
     }
     if let Some(ip6) = d.ipv6() {
@@ -48,15 +75,22 @@ fn walk(d: &Decoded<'_>, input: &[u8]) {
     }
 }
 
-const LINKS: [u32; 18] = [0, 1, 9, 12, 50, 51, 101, 104, 105, 108, 113, 117, 119, 127, 197, 228, 239, 276];
+const LINKS: [u32; 18] = [
+    0, 1, 9, 12, 50, 51, 101, 104, 105, 108, 113, 117, 119, 127, 197, 228, 239, 276,
+];
 
 fuzz_target!(|data: &[u8]| {
-    let Some((&pick, rest)) = data.split_first() else { return };
+    let Some((&pick, rest)) = data.split_first() else {
+        return;
+    };
     let link = LinkType(LINKS[usize::from(pick) % LINKS.len()]);
     let d = Decoded::from_bytes(rest, link, rest.len() as u32);
     walk(&d, rest);
     // the tshark-style field printer over the same packet
-    let packet = tracekit_core::Packet::new(rest, tracekit_core::Meta::new(tracekit_core::Timestamp::ZERO, rest.len() as u32, link));
+    let packet = tracekit_core::Packet::new(
+        rest,
+        tracekit_core::Meta::new(tracekit_core::Timestamp::ZERO, rest.len() as u32, link),
+    );
     let d = Decoded::new(&packet);
     let mut line = String::new();
     for f in fields::Field::ALL {

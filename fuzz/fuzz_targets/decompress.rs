@@ -7,12 +7,21 @@ use libfuzzer_sys::fuzz_target;
 use tracekit_io::{Compression, Input};
 
 fuzz_target!(|data: &[u8]| {
-    let Some((&pick, rest)) = data.split_first() else { return };
-    let codec = [Compression::Gzip, Compression::Bzip2, Compression::Zstd, Compression::Xz, Compression::Lz4]
-        [usize::from(pick % 5)];
+    let Some((&pick, rest)) = data.split_first() else {
+        return;
+    };
+    let codec = [
+        Compression::Gzip,
+        Compression::Bzip2,
+        Compression::Zstd,
+        Compression::Xz,
+        Compression::Lz4,
+    ][usize::from(pick % 5)];
     let threads = 1 + usize::from(pick / 5 % 2);
     let raw = Input::from_reader(std::io::Cursor::new(rest.to_vec()));
-    let Ok(mut input) = Input::decompress_with(raw, codec, threads) else { return };
+    let Ok(mut input) = Input::decompress_with(raw, codec, threads) else {
+        return;
+    };
     // Read at most 64 MiB of output (decompression bombs are the caller's limit to set).
     let mut total = 0usize;
     while total < 64 << 20 {

@@ -3,13 +3,15 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use tracekit_io::Input;
 use tracekit_erf::{ErfReader, ErfReaderOptions, looks_like_erf};
+use tracekit_io::Input;
 
 fuzz_target!(|data: &[u8]| {
     std::hint::black_box(looks_like_erf(data));
     let input = Input::from_reader(std::io::Cursor::new(data.to_vec()));
-    let mut reader = ErfReader::from_input(input, ErfReaderOptions::default());
+    let Ok(mut reader) = ErfReader::from_input_with(input, ErfReaderOptions::default()) else {
+        return;
+    };
     loop {
         match reader.next_packet() {
             Ok(Some(p)) => {

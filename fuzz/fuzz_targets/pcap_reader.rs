@@ -7,7 +7,9 @@ use tracekit_io::Input;
 use tracekit_pcap::PcapReader;
 
 fuzz_target!(|data: &[u8]| {
-    let Ok(mut reader) = PcapReader::from_input(Input::from_reader(std::io::Cursor::new(data.to_vec()))) else {
+    let Ok(mut reader) =
+        PcapReader::from_input(Input::from_reader(std::io::Cursor::new(data.to_vec())))
+    else {
         return;
     };
     let mut total = 0usize;
@@ -15,7 +17,10 @@ fuzz_target!(|data: &[u8]| {
         match reader.next_packet() {
             Ok(Some(p)) => {
                 total += p.caplen() + 16;
-                assert!(total <= data.len(), "packets claim more bytes than the input has");
+                assert!(
+                    total <= data.len(),
+                    "packets claim more bytes than the input has"
+                );
                 std::hint::black_box(p.data().iter().fold(0u8, |a, b| a ^ b));
             }
             Ok(None) => break,

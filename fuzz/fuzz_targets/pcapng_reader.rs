@@ -9,7 +9,9 @@ use tracekit_pcapng::{PcapngReader, PcapngReaderOptions};
 fuzz_target!(|data: &[u8]| {
     for deliver_meta in [false, true] {
         let input = Input::from_reader(std::io::Cursor::new(data.to_vec()));
-        let Ok(mut reader) = PcapngReader::from_input(input, PcapngReaderOptions { deliver_meta }) else {
+        let Ok(mut reader) =
+            PcapngReader::from_input_with(input, PcapngReaderOptions { deliver_meta })
+        else {
             return;
         };
         loop {

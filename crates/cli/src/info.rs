@@ -79,7 +79,7 @@ pub fn run(args: InfoArgs) -> Result<Outcome> {
         if args.json {
             let record = InfoJson {
                 file,
-                format: source.format().name(),
+                format: source.format_name(),
                 compression: source.compression().name(),
                 link_types: summary.link_types.iter().map(ToString::to_string).collect(),
                 packets: summary.packets,

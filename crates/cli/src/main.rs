@@ -117,20 +117,13 @@ pub fn ctrl_c_stop() -> tracekit::live::StopHandle {
     .clone()
 }
 
-/// An error and its causes, each cause said once (tracekit's errors already include
-/// the I/O error they wrap).
+/// An error and its causes, joined (each cause's message says only its own part:
+/// tracekit's errors show their I/O cause in the message, not again as a source).
 fn message(e: &anyhow::Error) -> String {
-    let mut text = String::new();
-    for cause in e.chain() {
-        let s = cause.to_string();
-        if !text.contains(&s) {
-            if !text.is_empty() {
-                text.push_str(": ");
-            }
-            text.push_str(&s);
-        }
-    }
-    text
+    e.chain()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(": ")
 }
 
 /// Whether an error is a closed stdout.

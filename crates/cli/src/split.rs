@@ -116,7 +116,7 @@ pub fn run(args: SplitArgs) -> Result<Outcome> {
     if let Some(expr) = &args.filter {
         source = source.with_filter(expr)?;
     }
-    let (stem, ext, format) = name_parts(&args.prefix, source.format());
+    let (stem, ext, format) = name_parts(&args.prefix, source.format().unwrap_or(Format::Pcap));
     let mut options = args.output.create_options(
         [source.ts_resolution()],
         source.snaplen().filter(|s| *s != 0),

@@ -25,7 +25,7 @@ pub fn utc(ts: Timestamp) -> String {
         TsResolution::Binary(_) => TsResolution::NANO,
     };
     let (whole, units) = ts.split(digits_res);
-    let secs = i64::from(whole);
+    let secs = i64::try_from(whole).unwrap_or(i64::MAX);
     let (y, mo, d) = civil_from_days(secs.div_euclid(86_400));
     let sod = secs.rem_euclid(86_400);
     let digits = match ts.resolution() {

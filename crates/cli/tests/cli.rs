@@ -655,3 +655,65 @@ fn convert_with_a_filter_writes_the_packets_tcpdump_writes() {
     assert_eq!(bad.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&bad.stderr).contains("syntax error"));
 }
+
+/// libpcap is loaded at run time: the binary does not link it, works without it, and a
+/// filter then fails with a message that names the package to install. The loader is
+/// pointed at a library that does not exist (`TRACEKIT_LIBPCAP`), as on a machine
+/// without libpcap.
+#[test]
+fn works_without_libpcap_and_filters_name_the_package() {
+    if have("ldd") {
+        let out = Command::new("ldd")
+            .arg(env!("CARGO_BIN_EXE_tracekit"))
+            .output()
+            .unwrap();
+        let linked = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "ldd failed: {linked}");
+        assert!(
+            !linked.contains("libpcap"),
+            "the binary links libpcap:\n{linked}"
+        );
+    }
+    let missing = std::env::temp_dir().join("tracekit-no-such-dir/libpcap.so.0.8");
+    let sample = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../samples/sample.pcap");
+    let out = tracekit()
+        .env("TRACEKIT_LIBPCAP", &missing)
+        .args(["info", "--json"])
+        .arg(&sample)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["packets"], 400);
+
+    let out = tracekit()
+        .env("TRACEKIT_LIBPCAP", &missing)
+        .args(["info", "-f", "tcp"])
+        .arg(&sample)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("libpcap") && err.contains("apt-get install libpcap0.8"),
+        "{err}"
+    );
+
+    // With the real library the same filter works (where it is installed).
+    if have("tcpdump") {
+        let out = tracekit()
+            .args(["info", "--json", "-f", "tcp"])
+            .arg(&sample)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}

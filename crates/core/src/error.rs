@@ -169,6 +169,14 @@ impl Error {
     pub fn is_broken_pipe(&self) -> bool {
         matches!(&self.0.kind, ErrorKind::Io(e) if e.kind() == io::ErrorKind::BrokenPipe)
     }
+
+    /// The operating-system error, when this is one.
+    pub fn io_error(&self) -> Option<&io::Error> {
+        match &self.0.kind {
+            ErrorKind::Io(e) => Some(e),
+            _ => None,
+        }
+    }
 }
 
 impl From<io::Error> for Error {
@@ -210,14 +218,10 @@ impl fmt::Debug for Error {
     }
 }
 
-impl std::error::Error for Error {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match &self.0.kind {
-            ErrorKind::Io(e) => Some(e),
-            _ => None,
-        }
-    }
-}
+/// The message already says the I/O cause (`x.pcap: No space left on device`), so
+/// `source()` does not repeat it: a chain printer shows each cause once. The I/O error
+/// itself is [`Error::io_error`].
+impl std::error::Error for Error {}
 
 /// A `Result` with tracekit's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -225,6 +229,18 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn io_cause_is_said_once() {
+        let e = Error::from(io::Error::from_raw_os_error(28)).with_path("out.pcap");
+        let text = e.to_string();
+        assert!(
+            text.starts_with("out.pcap: No space left on device"),
+            "{text}"
+        );
+        assert!(std::error::Error::source(&e).is_none());
+        assert_eq!(e.io_error().and_then(io::Error::raw_os_error), Some(28));
+    }
 
     #[test]
     fn error_is_one_pointer() {

@@ -5,7 +5,9 @@
 //! - [`LinkType`]: the pcap `LINKTYPE_*` registry, unknown values kept;
 //! - [`CaptureSource`] / [`CaptureSink`]: what every format implements; `next_packet`
 //!   lends the packet so a zero-copy buffer cannot be reused while it is borrowed;
-//! - [`Error`]: one error type carrying the file, byte offset and packet number.
+//! - [`Error`]: one error type carrying the file, byte offset and packet number;
+//! - [`RecordFormat`] / [`TraceInfo`]: what a trace-file format implements (its record
+//!   parser and its self-description); the lending reader over it is written once.
 //!
 //! This crate depends on nothing heavier than `thiserror`: the decoder builds on it
 //! alone. Reading files and compression live in `tracekit-io`.
@@ -26,6 +28,7 @@ mod error;
 mod interface;
 mod linktype;
 mod packet;
+mod record;
 mod source;
 mod timestamp;
 
@@ -34,5 +37,6 @@ pub use error::{Error, ErrorKind, Result};
 pub use interface::InterfaceInfo;
 pub use linktype::LinkType;
 pub use packet::{Direction, Meta, OwnedPacket, Packet, PacketKind, PacketOptions};
+pub use record::{Record, RecordFormat, TraceInfo};
 pub use source::{CaptureSink, CaptureSource, SinkReport, Stats};
 pub use timestamp::{Timestamp, TsResolution};

@@ -1,7 +1,9 @@
-//! Packet time stamps: 32.32 binary fixed point since the Unix epoch.
+//! Packet time stamps: whole seconds since the Unix epoch and a binary fraction of 2^-32 s.
 //!
-//! The upper 32 bits count whole seconds, the lower 32 bits count 2^-32 s (about 0.23 ns).
-//! That is the ERF representation, and it is strictly finer than a nanosecond, so a time
+//! The seconds are 64 bits wide, so every time stamp a format can store is represented:
+//! pcapng's 64-bit unit counts and pcap's carried sub-second fields go past 2106 (where
+//! 32-bit seconds end) without wrapping. The fraction counts 2^-32 s (about 0.23 ns).
+//! Within 32-bit seconds that is the ERF 32.32 representation, and it is strictly finer than a nanosecond, so a time
 //! stamp that came from a microsecond or nanosecond source converts back to exactly the
 //! same microseconds or nanoseconds, and an ERF time stamp is kept bit for bit.
 //!
@@ -91,8 +93,9 @@ impl fmt::Display for TsResolution {
     }
 }
 
-/// A packet time stamp: 32.32 fixed point since the Unix epoch, plus the resolution it
-/// was recorded with.
+/// A packet time stamp: seconds since the Unix epoch and a 2^-32 s fraction, plus the
+/// resolution it was recorded with. A packet whose format records no time stamp (a pcapng
+/// Simple Packet Block) has [`Timestamp::NONE`]: the epoch, marked as not known.
 ///
 /// Equality and ordering compare the instant only, not the resolution.
 ///
@@ -106,23 +109,44 @@ impl fmt::Display for TsResolution {
 /// ```
 #[derive(Clone, Copy)]
 pub struct Timestamp {
-    raw: u64,
+    secs: u64,
+    frac: u32,
     res: TsResolution,
+    known: bool,
 }
 
 impl Timestamp {
     /// The epoch itself, with nanosecond resolution.
     pub const ZERO: Timestamp = Timestamp {
-        raw: 0,
+        secs: 0,
+        frac: 0,
         res: TsResolution::NANO,
+        known: true,
     };
+
+    /// No time stamp: the format recorded none for this packet (pcapng Simple Packet
+    /// Blocks). Writers write it as the epoch; summaries leave it out of first and last.
+    pub const NONE: Timestamp = Timestamp {
+        secs: 0,
+        frac: 0,
+        res: TsResolution::NANO,
+        known: false,
+    };
+
+    /// Whether the packet has a time stamp (see [`Timestamp::NONE`]).
+    #[inline]
+    pub const fn is_known(self) -> bool {
+        self.known
+    }
 
     /// From an ERF 32.32 value (seconds in the upper half, 2^-32 s in the lower half).
     #[inline]
     pub const fn from_erf(raw: u64) -> Timestamp {
         Timestamp {
-            raw,
+            secs: raw >> 32,
+            frac: raw as u32,
             res: TsResolution::ERF,
+            known: true,
         }
     }
 
@@ -130,34 +154,34 @@ impl Timestamp {
     /// the seconds (some writers emit them).
     #[inline]
     pub fn from_micros(secs: u32, micros: u32) -> Timestamp {
-        Timestamp::from_units(secs, u64::from(micros), TsResolution::MICRO)
+        Timestamp::from_units(u64::from(secs), u64::from(micros), TsResolution::MICRO)
     }
 
     /// From whole seconds and nanoseconds. Nanoseconds of a second or more carry into the
     /// seconds.
     #[inline]
     pub fn from_nanos(secs: u32, nanos: u32) -> Timestamp {
-        Timestamp::from_units(secs, u64::from(nanos), TsResolution::NANO)
+        Timestamp::from_units(u64::from(secs), u64::from(nanos), TsResolution::NANO)
     }
 
     /// From a count of nanoseconds since the epoch.
     pub fn from_unix_nanos(nanos: u64) -> Timestamp {
         let secs = nanos / 1_000_000_000;
         let frac = nanos % 1_000_000_000;
-        Timestamp::from_units(secs as u32, frac, TsResolution::NANO)
+        Timestamp::from_units(secs, frac, TsResolution::NANO)
     }
 
     /// From whole seconds and a count of `res` units, with carry of whole seconds from
-    /// `units`. Seconds wrap modulo 2^32 as in every 32-bit-seconds format.
+    /// `units` (no wrap: a carry past 32-bit seconds gives a time stamp after 2106).
     #[inline(always)]
-    pub fn from_units(secs: u32, units: u64, res: TsResolution) -> Timestamp {
+    pub fn from_units(secs: u64, units: u64, res: TsResolution) -> Timestamp {
         let per_sec = res.units_per_second();
         let (carry, units) = if units >= per_sec {
             (units / per_sec, units % per_sec)
         } else {
             (0, units)
         };
-        let secs = u64::from(secs).wrapping_add(carry) & 0xFFFF_FFFF;
+        let secs = secs.saturating_add(carry);
         // ceil(units * 2^32 / per_sec); units < per_sec <= 10^9 so no overflow. The two
         // common resolutions get constant divisors, which compile to multiplications.
         let frac = match res {
@@ -167,27 +191,40 @@ impl Timestamp {
             TsResolution::Decimal(_) => (units << 32).div_ceil(per_sec),
         };
         Timestamp {
-            raw: (secs << 32) | frac,
+            secs,
+            frac: frac as u32,
             res,
+            known: true,
         }
     }
 
-    /// The 32.32 value (the ERF representation).
+    /// The 32.32 value (the ERF representation). Seconds past 32 bits (after 2106) do
+    /// not fit: see [`Timestamp::try_to_erf`].
     #[inline]
     pub const fn to_erf(self) -> u64 {
-        self.raw
+        (self.secs << 32) | self.frac as u64
+    }
+
+    /// The 32.32 value, or `None` when the seconds do not fit 32 bits.
+    #[inline]
+    pub const fn try_to_erf(self) -> Option<u64> {
+        if self.secs > u32::MAX as u64 {
+            None
+        } else {
+            Some(self.to_erf())
+        }
     }
 
     /// Whole seconds since the epoch.
     #[inline]
-    pub const fn secs(self) -> u32 {
-        (self.raw >> 32) as u32
+    pub const fn secs(self) -> u64 {
+        self.secs
     }
 
     /// The fraction of the second, in 2^-32 s.
     #[inline]
     pub const fn fraction(self) -> u32 {
-        self.raw as u32
+        self.frac
     }
 
     /// Resolution of the source this time stamp came from.
@@ -199,7 +236,7 @@ impl Timestamp {
     /// The same instant, labelled with another resolution (no conversion is done).
     #[inline]
     pub const fn with_resolution(self, res: TsResolution) -> Timestamp {
-        Timestamp { raw: self.raw, res }
+        Timestamp { res, ..self }
     }
 
     /// Whole seconds and units of `res`: the conversion every writer uses. From a binary
@@ -208,15 +245,15 @@ impl Timestamp {
     /// source it is rounded down, as editcap does when it turns ns into µs. Either way a
     /// time stamp that came from `res` converts back to exactly its units.
     #[inline]
-    pub fn split(self, res: TsResolution) -> (u32, u64) {
+    pub fn split(self, res: TsResolution) -> (u64, u64) {
         let secs = self.secs();
         match (res, self.res) {
             (TsResolution::Decimal(_), TsResolution::Binary(_)) => {
                 let per = res.units_per_second();
-                let frac = self.raw & 0xFFFF_FFFF;
+                let frac = u64::from(self.frac);
                 let units = (frac * per + (1 << 31)) >> 32;
                 if units >= per {
-                    (secs.wrapping_add(1), units - per)
+                    (secs.saturating_add(1), units - per)
                 } else {
                     (secs, units)
                 }
@@ -229,7 +266,7 @@ impl Timestamp {
     /// for the conversion writers use).
     #[inline]
     pub fn subsec_units(self, res: TsResolution) -> u64 {
-        let frac = self.raw & 0xFFFF_FFFF;
+        let frac = u64::from(self.frac);
         match res {
             TsResolution::Binary(n) => frac >> (32 - u32::from(n.min(32))),
             TsResolution::Decimal(_) => (frac * res.units_per_second()) >> 32,
@@ -248,11 +285,19 @@ impl Timestamp {
         self.subsec_units(TsResolution::MICRO) as u32
     }
 
-    /// Nanoseconds since the epoch (converted as by [`Timestamp::split`]).
+    /// Nanoseconds since the epoch (converted as by [`Timestamp::split`]); saturates at
+    /// `u64::MAX` (the year 2554), beyond what any nanosecond format stores.
     #[inline]
     pub fn as_unix_nanos(self) -> u64 {
         let (secs, nanos) = self.split(TsResolution::NANO);
-        u64::from(secs) * 1_000_000_000 + nanos
+        secs.saturating_mul(1_000_000_000).saturating_add(nanos)
+    }
+
+    /// Nanoseconds since the epoch, exactly, for any time stamp.
+    #[inline]
+    pub fn as_unix_nanos_wide(self) -> u128 {
+        let (secs, nanos) = self.split(TsResolution::NANO);
+        u128::from(secs) * 1_000_000_000 + u128::from(nanos)
     }
 
     /// Whether this time stamp can be written in `res` without losing anything.
@@ -262,19 +307,19 @@ impl Timestamp {
             return true;
         }
         let (secs, units) = self.split(res);
-        Timestamp::from_units(secs, units, res).raw == self.raw
+        Timestamp::from_units(secs, units, res) == self
     }
 
     /// The difference `self - earlier` in nanoseconds (rounded down), negative when
     /// `earlier` is later.
     pub fn nanos_since(self, earlier: Timestamp) -> i128 {
-        i128::from(self.as_unix_nanos()) - i128::from(earlier.as_unix_nanos())
+        self.as_unix_nanos_wide() as i128 - earlier.as_unix_nanos_wide() as i128
     }
 }
 
 impl PartialEq for Timestamp {
     fn eq(&self, other: &Self) -> bool {
-        self.raw == other.raw
+        (self.secs, self.frac) == (other.secs, other.frac)
     }
 }
 
@@ -288,13 +333,13 @@ impl PartialOrd for Timestamp {
 
 impl Ord for Timestamp {
     fn cmp(&self, other: &Self) -> Ordering {
-        self.raw.cmp(&other.raw)
+        (self.secs, self.frac).cmp(&(other.secs, other.frac))
     }
 }
 
 impl std::hash::Hash for Timestamp {
     fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
-        self.raw.hash(state);
+        (self.secs, self.frac).hash(state);
     }
 }
 
@@ -362,16 +407,39 @@ mod tests {
         assert!(!Timestamp::from_erf(1).is_exact_in(TsResolution::NANO));
     }
 
+    #[test]
+    fn past_2106_is_kept() {
+        // pcap ns: the last 32-bit second plus a carried sub-second field.
+        let t = Timestamp::from_nanos(u32::MAX, 2_500_000_000);
+        assert_eq!(t.secs(), u64::from(u32::MAX) + 2);
+        assert_eq!(t.subsec_nanos(), 500_000_000);
+        assert_eq!(t.to_string(), "4294967297.500000000");
+        assert_eq!(t.try_to_erf(), None);
+        // pcapng: 64-bit nanosecond counts, 2107-01-01T00:00:00Z = 4_323_283_200 s.
+        let t = Timestamp::from_unix_nanos(4_323_283_200_000_000_001);
+        assert_eq!((t.secs(), t.subsec_nanos()), (4_323_283_200, 1));
+        assert_eq!(t.as_unix_nanos(), 4_323_283_200_000_000_001);
+        assert!(t > Timestamp::from_nanos(u32::MAX, 999_999_999));
+        assert_eq!(t.split(TsResolution::NANO), (4_323_283_200, 1));
+    }
+
+    #[test]
+    fn none_is_not_known() {
+        assert!(!Timestamp::NONE.is_known());
+        assert!(Timestamp::ZERO.is_known());
+        assert!(Timestamp::from_micros(1, 0).is_known());
+    }
+
     proptest! {
         #[test]
         fn micros_round_trip(secs: u32, micros in 0u32..1_000_000) {
             let t = Timestamp::from_micros(secs, micros);
-            prop_assert_eq!(t.secs(), secs);
+            prop_assert_eq!(t.secs(), u64::from(secs));
             prop_assert_eq!(t.subsec_micros(), micros);
             // through ERF and back, and through nanoseconds and back
             let e = Timestamp::from_erf(t.to_erf());
             prop_assert_eq!(e.subsec_micros(), micros);
-            let n = Timestamp::from_nanos(t.secs(), t.subsec_nanos());
+            let n = Timestamp::from_nanos(t.secs() as u32, t.subsec_nanos());
             prop_assert_eq!(n.subsec_micros(), micros);
             prop_assert!(t.is_exact_in(TsResolution::NANO));
         }
@@ -379,7 +447,7 @@ mod tests {
         #[test]
         fn nanos_round_trip(secs: u32, nanos in 0u32..1_000_000_000) {
             let t = Timestamp::from_nanos(secs, nanos);
-            prop_assert_eq!(t.secs(), secs);
+            prop_assert_eq!(t.secs(), u64::from(secs));
             prop_assert_eq!(t.subsec_nanos(), nanos);
             let e = Timestamp::from_erf(t.to_erf());
             prop_assert_eq!(e.subsec_nanos(), nanos);
@@ -397,7 +465,7 @@ mod tests {
         fn any_decimal_round_trip(secs: u32, n in 0u8..=9, units: u64) {
             let res = TsResolution::Decimal(n);
             let units = units % res.units_per_second();
-            let t = Timestamp::from_units(secs, units, res);
+            let t = Timestamp::from_units(u64::from(secs), units, res);
             prop_assert_eq!(t.subsec_units(res), units);
             prop_assert!(t.is_exact_in(TsResolution::NANO));
         }
@@ -410,11 +478,12 @@ mod tests {
             // nearest: within half a nanosecond of the exact value
             let exact = (u128::from(raw) * 1_000_000_000) >> 32;
             let got = u128::from(secs) * 1_000_000_000 + u128::from(nanos);
+            prop_assert!(got.abs_diff(exact) <= 1);
             let secs_wrapped = exact / 1_000_000_000 >= 1 << 32;
             if !secs_wrapped {
                 prop_assert!(got.abs_diff(exact) <= 1);
                 // ns -> ERF -> ns is exact
-                let n = Timestamp::from_nanos(secs, nanos as u32);
+                let n = Timestamp::from_nanos(secs as u32, nanos as u32);
                 prop_assert_eq!(Timestamp::from_erf(n.to_erf()).split(TsResolution::NANO), (secs, nanos));
             }
         }

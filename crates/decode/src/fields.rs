@@ -182,8 +182,13 @@ pub fn write_field<'a>(
     let _ = match field {
         Field::FrameNumber => write!(out, "{number}"),
         Field::FrameTimeEpoch => {
-            // Rounded to the nearest ns from binary (ERF, pcapng 2^-n) sources, as tshark does.
-            let (secs, nanos) = packet.ts().split(tracekit_core::TsResolution::NANO);
+            // Rounded to the nearest ns from binary (ERF, pcapng 2^-n) sources, as tshark does;
+            // empty for a packet without a time stamp (pcapng Simple Packet Block), as in tshark.
+            let ts = packet.ts();
+            if !ts.is_known() {
+                return;
+            }
+            let (secs, nanos) = ts.split(tracekit_core::TsResolution::NANO);
             write!(out, "{secs}.{nanos:09}")
         }
         Field::FrameLen => write!(out, "{}", packet.wire_len()),

@@ -37,11 +37,13 @@ mod decompress;
 mod input;
 #[allow(unsafe_code)]
 pub mod mmap;
+mod reader;
 
 pub use compress::{CompressOptions, GZIP_MEMBER_SUBFIELD, ParallelWriter};
 pub use compression::Compression;
 pub use decompress::DECOMPRESSED_BLOCK;
 pub use input::{BLOCK_SIZE, Input, ReadMode};
+pub use reader::Reader;
 
 /// Flushes a buffered writer and returns the writer inside; a failure to flush is the
 /// error (the output is then incomplete). Every file writer ends this way.

@@ -13,6 +13,23 @@ pub enum CopyError {
     Write(Error),
 }
 
+impl std::fmt::Display for CopyError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CopyError::Read(e) => write!(f, "reading stopped: {e}"),
+            CopyError::Write(e) => write!(f, "writing failed, the output is incomplete: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for CopyError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            CopyError::Read(e) | CopyError::Write(e) => Some(e),
+        }
+    }
+}
+
 /// Tells a sink what is known of each output interface before that interface's first
 /// packet, once: formats that store interfaces (pcapng) then keep names, link types and
 /// resolutions. Interfaces below a new one are described too, so that numbers are kept.

@@ -8,7 +8,7 @@ use tracekit_io::Compression;
 use tracekit_pcap::FileHeader;
 use tracekit_pcapng::is_pcapng;
 
-/// A trace file format.
+/// A trace file format (live sources are not formats: see `tracekit::open`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum Format {
@@ -18,13 +18,12 @@ pub enum Format {
     Pcapng,
     /// Endace ERF.
     Erf,
-    /// Live capture on a Linux interface (`afpacket:eth0`); read only.
-    AfPacket,
 }
 
 impl Format {
-    /// Bytes [`Format::detect`] looks at (ERF detection walks the first records).
-    pub const SNIFF_LEN: usize = 512;
+    /// Bytes [`Format::detect`] looks at: enough for ERF detection to see two records
+    /// of any length.
+    pub const SNIFF_LEN: usize = tracekit_erf::DETECT_LEN;
 
     /// Lower-case name, as used in URIs and `--format`.
     pub fn name(self) -> &'static str {
@@ -32,7 +31,6 @@ impl Format {
             Format::Pcap => "pcap",
             Format::Pcapng => "pcapng",
             Format::Erf => "erf",
-            Format::AfPacket => "afpacket",
         }
     }
 

@@ -47,9 +47,12 @@ mod summary;
 pub use copy::{CopyError, InterfaceDescriber, copy};
 pub use format::Format;
 pub use sink::{CreateOptions, Sink, create};
-pub use source::{Metadata, OpenOptions, Source, open, open_with};
+pub use source::{LIVE_SCHEMES, Metadata, OpenOptions, Source, is_live_uri, open, open_with};
 pub use summary::Summary;
 
+/// Live capture on Linux (feature `live`, on by default): AF_PACKET rings and fan-out.
+#[cfg(all(feature = "live", target_os = "linux"))]
+pub use tracekit_afpacket as live;
 pub use tracekit_core::{
     ByteOrder, CaptureSink, CaptureSource, Direction, Error, ErrorKind, InterfaceInfo, LinkType,
     Meta, OwnedPacket, Packet, PacketKind, PacketOptions, SinkReport, Stats, Timestamp,
@@ -58,7 +61,6 @@ pub use tracekit_core::{
 pub use tracekit_filter::Filter;
 pub use tracekit_io::{Compression, ReadMode};
 pub use {
-    tracekit_afpacket as live, tracekit_core as core, tracekit_decode as decode,
-    tracekit_erf as erf, tracekit_filter as filter, tracekit_pcap as pcap,
-    tracekit_pcapng as pcapng,
+    tracekit_core as core, tracekit_decode as decode, tracekit_erf as erf,
+    tracekit_filter as filter, tracekit_io as io, tracekit_pcap as pcap, tracekit_pcapng as pcapng,
 };

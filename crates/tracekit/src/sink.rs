@@ -115,6 +115,12 @@ enum SinkKind {
 /// Creates a trace for writing: a path or `-` for standard output. The format comes
 /// from `options.format`, else from the name's extension (`.pcap`, `.cap`).
 pub fn create(uri: &str, options: &CreateOptions) -> Result<Sink, Error> {
+    if crate::source::is_live_uri(uri) {
+        return Err(Error::unsupported(
+            "writing to a live interface is not supported: name a trace file",
+        )
+        .with_path(uri));
+    }
     let (format, path) = match uri.split_once(':') {
         Some((scheme, rest)) if !rest.is_empty() && Format::from_name(scheme).is_some() => {
             (Format::from_name(scheme), rest)
@@ -130,12 +136,6 @@ pub fn create(uri: &str, options: &CreateOptions) -> Result<Sink, Error> {
             ))
         })?,
     };
-    if format == Format::AfPacket {
-        return Err(Error::unsupported(
-            "writing to a live interface is not supported: name a trace file",
-        )
-        .with_path(path));
-    }
     let compression = options
         .compression
         .unwrap_or_else(|| Compression::from_file_name(path));
@@ -163,7 +163,6 @@ pub fn create(uri: &str, options: &CreateOptions) -> Result<Sink, Error> {
         Output::Compressed(ParallelWriter::new(file, compress).map_err(|e| e.with_path(path))?)
     };
     let kind = match format {
-        Format::AfPacket => unreachable!("refused above"),
         Format::Pcap => {
             let defaults = PcapWriterOptions::default();
             let pcap_options = PcapWriterOptions {

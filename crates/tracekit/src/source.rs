@@ -2,8 +2,11 @@
 
 use std::path::Path;
 
+#[cfg(all(feature = "live", target_os = "linux"))]
 use tracekit_afpacket::{AfPacket, FanoutGroup, GroupId};
-use tracekit_core::{CaptureSource, Error, InterfaceInfo, LinkType, Packet, Stats, TsResolution};
+use tracekit_core::{
+    CaptureSource, Error, InterfaceInfo, LinkType, Packet, Stats, TraceInfo, TsResolution,
+};
 use tracekit_erf::{ErfReader, ErfReaderOptions};
 use tracekit_filter::Filter;
 use tracekit_io::{Compression, Input, ReadMode};
@@ -45,7 +48,7 @@ pub enum Metadata {
 /// use tracekit::CaptureSource;
 ///
 /// let mut source = tracekit::open("trace.pcap")?;
-/// println!("{} ({})", source.format(), source.format_description());
+/// println!("{} ({})", source.format_name(), source.format_description());
 /// while let Some(packet) = source.next_packet()? {
 ///     println!("{} {} bytes", packet.ts(), packet.caplen());
 /// }
@@ -62,16 +65,25 @@ enum SourceKind {
     Pcap(PcapReader),
     Pcapng(PcapngReader),
     Erf(ErfReader),
+    #[cfg(all(feature = "live", target_os = "linux"))]
     Live(Box<AfPacket>),
+}
+
+/// The URI schemes of live capture (libtrace's `int:`/`pcapint:` included), in one place.
+pub const LIVE_SCHEMES: &[&str] = &["afpacket", "ring", "int", "pcapint"];
+
+/// Whether `uri` names a live capture (`afpacket:eth0`, `ring:eth0`, ...).
+pub fn is_live_uri(uri: &str) -> bool {
+    matches!(split_uri(uri), (Some(scheme), _) if LIVE_SCHEMES.contains(&scheme.to_ascii_lowercase().as_str()))
 }
 
 /// Splits `scheme:rest` for the schemes tracekit knows; anything else is a path.
 fn split_uri(uri: &str) -> (Option<&str>, &str) {
     if let Some((scheme, rest)) = uri.split_once(':') {
-        let known = [
-            "pcap", "pcapng", "erf", "file", "afpacket", "ring", "dag", "int", "pcapint",
-        ];
-        if known.contains(&scheme.to_ascii_lowercase().as_str()) && !rest.is_empty() {
+        let lower = scheme.to_ascii_lowercase();
+        let known = ["pcap", "pcapng", "erf", "file", "dag"].contains(&lower.as_str())
+            || LIVE_SCHEMES.contains(&lower.as_str());
+        if known && !rest.is_empty() {
             return (Some(scheme), rest);
         }
     }
@@ -81,6 +93,7 @@ fn split_uri(uri: &str) -> (Option<&str>, &str) {
 /// A live capture on `iface`, set up from the environment and `TRACEKIT_CONFIG`: when
 /// they name a fan-out group for it, the capture joins that group (several processes
 /// opening `afpacket:eth0` then share its packets).
+#[cfg(all(feature = "live", target_os = "linux"))]
 fn open_live(iface: &str) -> Result<Source, Error> {
     let group = FanoutGroup::configured(iface)?;
     let (_, _, id, options) = group.settings();
@@ -114,7 +127,15 @@ pub fn open_with(uri: &str, options: &OpenOptions) -> Result<Source, Error> {
     if let Some(scheme) = scheme {
         match scheme.to_ascii_lowercase().as_str() {
             "file" => {}
-            "afpacket" | "ring" | "int" | "pcapint" => return open_live(rest),
+            #[cfg(all(feature = "live", target_os = "linux"))]
+            live if LIVE_SCHEMES.contains(&live) => return open_live(rest),
+            #[cfg(not(all(feature = "live", target_os = "linux")))]
+            live if LIVE_SCHEMES.contains(&live) => {
+                return Err(Error::unsupported(format!(
+                    "live capture ({live}:) needs tracekit's `live` feature (Linux only)"
+                ))
+                .with_path(uri));
+            }
             "dag" => {
                 return Err(Error::unsupported(format!(
                     "DAG capture ({scheme}:) is not part of this build of tracekit yet"
@@ -154,24 +175,19 @@ pub fn open_with(uri: &str, options: &OpenOptions) -> Result<Source, Error> {
         (_, Err(e)) => return Err(e),
     };
     let kind = match format {
-        Format::AfPacket => {
-            return Err(Error::invalid_argument(
-                "afpacket is a live source: open it as afpacket:IFACE",
-            ));
-        }
         Format::Pcap => SourceKind::Pcap(PcapReader::from_input(input)?),
-        Format::Pcapng => SourceKind::Pcapng(PcapngReader::from_input(
+        Format::Pcapng => SourceKind::Pcapng(PcapngReader::from_input_with(
             input,
             PcapngReaderOptions {
                 deliver_meta: options.metadata == Metadata::Deliver,
             },
         )?),
-        Format::Erf => SourceKind::Erf(ErfReader::from_input(
+        Format::Erf => SourceKind::Erf(ErfReader::from_input_with(
             input,
             ErfReaderOptions {
                 skip_meta: options.metadata == Metadata::Skip,
             },
-        )),
+        )?),
     };
     Ok(Source {
         kind,
@@ -207,36 +223,47 @@ impl Source {
         self
     }
 
-    /// The trace format.
-    pub fn format(&self) -> Format {
+    /// What the trace (or live capture) says about itself.
+    fn info(&self) -> &dyn TraceInfo {
         match &self.kind {
-            SourceKind::Pcap(_) => Format::Pcap,
-            SourceKind::Pcapng(_) => Format::Pcapng,
-            SourceKind::Erf(_) => Format::Erf,
-            SourceKind::Live(_) => Format::AfPacket,
+            SourceKind::Pcap(r) => r.format(),
+            SourceKind::Pcapng(r) => r.format(),
+            SourceKind::Erf(r) => r.format(),
+            #[cfg(all(feature = "live", target_os = "linux"))]
+            SourceKind::Live(c) => &**c,
         }
+    }
+
+    /// The input a trace file is read from; `None` for a live capture.
+    fn input(&self) -> Option<&Input> {
+        match &self.kind {
+            SourceKind::Pcap(r) => Some(r.input()),
+            SourceKind::Pcapng(r) => Some(r.input()),
+            SourceKind::Erf(r) => Some(r.input()),
+            #[cfg(all(feature = "live", target_os = "linux"))]
+            SourceKind::Live(_) => None,
+        }
+    }
+
+    /// The trace format; `None` for a live capture.
+    pub fn format(&self) -> Option<Format> {
+        match &self.kind {
+            SourceKind::Pcap(_) => Some(Format::Pcap),
+            SourceKind::Pcapng(_) => Some(Format::Pcapng),
+            SourceKind::Erf(_) => Some(Format::Erf),
+            #[cfg(all(feature = "live", target_os = "linux"))]
+            SourceKind::Live(_) => None,
+        }
+    }
+
+    /// The name of the format or live source (`pcap`, `pcapng`, `erf`, `afpacket`).
+    pub fn format_name(&self) -> &'static str {
+        self.format().map_or("afpacket", Format::name)
     }
 
     /// The format with its variant, e.g. `pcap (µs, little-endian)`.
     pub fn format_description(&self) -> String {
-        match &self.kind {
-            SourceKind::Pcap(r) => r.header().describe(),
-            SourceKind::Pcapng(r) => {
-                let orders: Vec<&str> = r.sections().iter().map(|s| s.byte_order.name()).collect();
-                format!(
-                    "pcapng ({} section(s): {}-endian; {} interface(s))",
-                    r.sections().len(),
-                    orders.join("/"),
-                    r.interfaces().len()
-                )
-            }
-            SourceKind::Erf(_) => "ERF (32.32 time stamps)".to_string(),
-            SourceKind::Live(c) => format!(
-                "live AF_PACKET capture on {} (TPACKET_V3, {} ring blocks)",
-                c.interface(),
-                c.blocks()
-            ),
-        }
+        self.info().description()
     }
 
     /// Compression of the input.
@@ -246,147 +273,44 @@ impl Source {
 
     /// The snap length the trace declares (the largest of its interfaces'), if any.
     pub fn snaplen(&self) -> Option<u32> {
-        match &self.kind {
-            SourceKind::Pcap(r) => Some(r.header().snaplen),
-            SourceKind::Pcapng(r) => r.interfaces().iter().map(|i| i.snaplen).max(),
-            SourceKind::Erf(_) => None,
-            SourceKind::Live(c) => Some(c.snaplen()),
-        }
+        self.info().snaplen()
     }
 
     /// The link type the trace declares for all its packets (pcap's header), if any.
     pub fn declared_link_type(&self) -> Option<LinkType> {
-        match &self.kind {
-            SourceKind::Pcap(r) => Some(r.header().link_type),
-            SourceKind::Pcapng(r) => {
-                let mut links = r.interfaces().iter().map(|i| i.link_type);
-                let first = links.next()?;
-                links.all(|l| l == first).then_some(first)
-            }
-            SourceKind::Erf(_) => None,
-            SourceKind::Live(c) => Some(c.link_type()),
-        }
+        self.info().declared_link_type()
     }
 
     /// What the source knows of interface `id` (as in [`tracekit_core::Meta::interface`]).
     pub fn interface_info(&self, id: u32) -> Option<InterfaceInfo> {
-        match &self.kind {
-            SourceKind::Pcap(r) => (id == 0).then(|| {
-                let h = r.header();
-                InterfaceInfo {
-                    snaplen: h.snaplen,
-                    ts_resolution: h.resolution,
-                    fcs_len: h.fcs_len.map(|f| f as u8),
-                    ..InterfaceInfo::new(h.link_type)
-                }
-            }),
-            SourceKind::Pcapng(r) => r.interface(id).map(|i| i.info()),
-            SourceKind::Erf(r) => r.interface_info(id),
-            SourceKind::Live(c) => (id == 0).then(|| InterfaceInfo {
-                name: Some(c.interface().to_string()),
-                snaplen: c.snaplen(),
-                ts_resolution: TsResolution::NANO,
-                ..InterfaceInfo::new(c.link_type())
-            }),
-        }
+        self.info().interface_info(id)
     }
 
     /// The finest time stamp resolution of the trace, as far as known: for pcapng, of the
     /// interfaces described so far, and nanoseconds before any is (which holds the common
     /// µs and ns resolutions exactly).
     pub fn ts_resolution(&self) -> TsResolution {
-        match &self.kind {
-            SourceKind::Pcap(r) => r.header().resolution,
-            SourceKind::Pcapng(r) => r
-                .interfaces()
-                .iter()
-                .map(|i| i.ts_resolution)
-                .max_by(|a, b| a.units_per_second().cmp(&b.units_per_second()))
-                .unwrap_or(TsResolution::NANO),
-            SourceKind::Erf(_) => TsResolution::ERF,
-            SourceKind::Live(_) => TsResolution::NANO,
-        }
+        self.info().ts_resolution()
     }
 
     /// Bytes of the (decompressed) input consumed so far.
     pub fn position(&self) -> u64 {
-        match &self.kind {
-            SourceKind::Pcap(r) => r.position(),
-            SourceKind::Pcapng(r) => r.position(),
-            SourceKind::Erf(r) => r.position(),
-            SourceKind::Live(_) => 0,
-        }
+        self.input().map_or(0, Input::position)
     }
 
     /// Size of the input when known (regular files), for progress display.
     pub fn size_hint(&self) -> Option<u64> {
-        match &self.kind {
-            SourceKind::Pcap(r) => r.input().size_hint(),
-            SourceKind::Pcapng(r) => r.input().size_hint(),
-            SourceKind::Erf(r) => r.input().size_hint(),
-            SourceKind::Live(_) => None,
-        }
+        self.input().and_then(Input::size_hint)
     }
 
     /// Oddities met and accepted so far (e.g. captured length above the snap length).
     pub fn notes(&self) -> Vec<String> {
-        match &self.kind {
-            SourceKind::Pcap(r) => r.notes().describe(r.header().snaplen),
-            SourceKind::Pcapng(r) => {
-                let n = r.notes();
-                let mut out = Vec::new();
-                if n.unknown_blocks > 0 {
-                    out.push(format!(
-                        "{} block(s) of unknown type skipped",
-                        n.unknown_blocks
-                    ));
-                }
-                if n.bad_tsresol > 0 {
-                    out.push(format!(
-                        "{} interface(s) with an out-of-range if_tsresol (read as µs)",
-                        n.bad_tsresol
-                    ));
-                }
-                if n.simple_packets > 0 {
-                    out.push(format!(
-                        "{} Simple Packet Block(s): no time stamp (0 reported)",
-                        n.simple_packets
-                    ));
-                }
-                out
-            }
-            SourceKind::Erf(r) => {
-                let n = r.notes();
-                let mut out = Vec::new();
-                if n.pad_records > 0 {
-                    out.push(format!("{} padding record(s) skipped", n.pad_records));
-                }
-                if n.encapsulated > 0 {
-                    out.push(format!(
-                        "{} record(s) of types without a link-layer mapping handed out whole (LINKTYPE_ERF)",
-                        n.encapsulated
-                    ));
-                }
-                if n.extension_headers > 0 {
-                    out.push(format!(
-                        "{} record(s) had ERF extension headers, which are not part of the packets (not carried by a conversion)",
-                        n.extension_headers
-                    ));
-                }
-                if n.truncated + n.rx_errors + n.ds_errors > 0 {
-                    out.push(format!(
-                        "records flagged by the card: {} truncated, {} receive errors, {} DS errors",
-                                                n.truncated, n.rx_errors, n.ds_errors
-                    ));
-                }
-                out
-            }
-            SourceKind::Live(_) => Vec::new(),
-        }
+        self.info().notes_described()
     }
 
     /// The live capture, when the source is one (`afpacket:IFACE`): its counters, its
     /// stop handle.
+    #[cfg(all(feature = "live", target_os = "linux"))]
     pub fn as_live(&self) -> Option<&AfPacket> {
         match &self.kind {
             SourceKind::Live(c) => Some(c),
@@ -395,6 +319,7 @@ impl Source {
     }
 
     /// The same, to change (e.g. [`AfPacket::set_stop_handle`]).
+    #[cfg(all(feature = "live", target_os = "linux"))]
     pub fn as_live_mut(&mut self) -> Option<&mut AfPacket> {
         match &mut self.kind {
             SourceKind::Live(c) => Some(c),
@@ -420,6 +345,7 @@ impl Source {
             SourceKind::Pcap(r) => r.current_packet(),
             SourceKind::Pcapng(r) => r.current_packet(),
             SourceKind::Erf(r) => r.current_packet(),
+            #[cfg(all(feature = "live", target_os = "linux"))]
             SourceKind::Live(c) => c.current_packet(),
         }
     }
@@ -443,6 +369,7 @@ impl CaptureSource for Source {
             SourceKind::Pcap(r) => r.next_packet(),
             SourceKind::Pcapng(r) => r.next_packet(),
             SourceKind::Erf(r) => r.next_packet(),
+            #[cfg(all(feature = "live", target_os = "linux"))]
             SourceKind::Live(c) => c.next_packet(),
         }
     }
@@ -452,6 +379,7 @@ impl CaptureSource for Source {
             SourceKind::Pcap(r) => r.stats(),
             SourceKind::Pcapng(r) => r.stats(),
             SourceKind::Erf(r) => r.stats(),
+            #[cfg(all(feature = "live", target_os = "linux"))]
             SourceKind::Live(c) => c.stats(),
         };
         stats.filtered = self.filtered;
@@ -479,6 +407,7 @@ impl Source {
             SourceKind::Pcap(r) => r.next_matching(&mut keep),
             SourceKind::Pcapng(r) => r.next_matching(&mut keep),
             SourceKind::Erf(r) => r.next_matching(&mut keep),
+            #[cfg(all(feature = "live", target_os = "linux"))]
             SourceKind::Live(c) => c.next_matching(&mut keep),
         }
     }

@@ -6,7 +6,9 @@ use tracekit_core::{LinkType, Packet, Timestamp};
 /// packet with no allocation on the way (link types are few).
 ///
 /// `first_ts`/`last_ts` are the earliest and latest time stamps (as capinfos reports),
-/// which differ from the first and last packets' when time stamps go backwards.
+/// which differ from the first and last packets' when time stamps go backwards. Packets
+/// without a time stamp (pcapng Simple Packet Blocks) are left out of them, as capinfos
+/// does.
 ///
 /// ```
 /// use tracekit::{LinkType, Meta, Packet, Summary, Timestamp};
@@ -43,6 +45,7 @@ impl Summary {
         self.wire_bytes += u64::from(packet.wire_len());
         let ts = packet.ts();
         match (self.first_ts, self.last_ts) {
+            _ if !ts.is_known() => {}
             (Some(first), Some(last)) => {
                 if ts < first {
                     self.first_ts = Some(ts);

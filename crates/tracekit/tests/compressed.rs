@@ -132,7 +132,7 @@ fn every_codec_and_format_is_accepted_by_the_system_tools() {
             );
             // tracekit reads it back: the same packets
             let s = tracekit::open(out.to_str().unwrap()).unwrap();
-            assert_eq!((s.compression(), s.format().name()), (codec, format));
+            assert_eq!((s.compression(), s.format_name()), (codec, format));
             let (back, err) = read_all(out.to_str().unwrap());
             assert!(err.is_none());
             assert_eq!(back.len(), original.len(), "{format}.{ext}");

@@ -8,7 +8,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use tracekit_core::{CaptureSource, Direction, Error, LinkType, Meta, Packet, Stats, Timestamp};
+use tracekit_core::{
+    CaptureSource, Direction, Error, InterfaceInfo, LinkType, Meta, Packet, Stats, Timestamp,
+    TraceInfo, TsResolution,
+};
 use tracekit_filter::{Filter, Insn};
 
 use crate::config::KernelFilter;
@@ -785,6 +788,36 @@ impl AfPacket {
                 .user_block(c.block + AREA_START, self.block_size - AREA_START)
         };
         Some(Packet::new(&area[range], meta))
+    }
+}
+
+impl TraceInfo for AfPacket {
+    fn description(&self) -> String {
+        format!(
+            "live AF_PACKET capture on {} (TPACKET_V3, {} ring blocks)",
+            self.iface, self.block_nr
+        )
+    }
+
+    fn snaplen(&self) -> Option<u32> {
+        Some(self.snaplen)
+    }
+
+    fn declared_link_type(&self) -> Option<LinkType> {
+        Some(self.link)
+    }
+
+    fn interface_info(&self, id: u32) -> Option<InterfaceInfo> {
+        (id == 0).then(|| InterfaceInfo {
+            name: Some(self.iface.clone()),
+            snaplen: self.snaplen,
+            ts_resolution: TsResolution::NANO,
+            ..InterfaceInfo::new(self.link)
+        })
+    }
+
+    fn ts_resolution(&self) -> TsResolution {
+        TsResolution::NANO
     }
 }
 

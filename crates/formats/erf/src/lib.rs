@@ -25,7 +25,7 @@
 //! assert_eq!(file.len() % 8, 0);
 //! assert!(looks_like_erf(&file));
 //!
-//! let mut r = ErfReader::from_reader(std::io::Cursor::new(file));
+//! let mut r = ErfReader::from_reader(std::io::Cursor::new(file))?;
 //! let p = r.next_packet()?.unwrap();
 //! assert_eq!((p.data(), p.wire_len(), p.meta().interface), (&frame[..], 60, 2));
 //! assert_eq!(p.ts().subsec_nanos(), 999);
@@ -38,6 +38,6 @@ mod reader;
 pub mod record;
 mod writer;
 
-pub use reader::{ErfNotes, ErfReader, ErfReaderOptions};
-pub use record::looks_like_erf;
+pub use reader::{ErfFormat, ErfNotes, ErfReader, ErfReaderOptions};
+pub use record::{DETECT_LEN, looks_like_erf};
 pub use writer::{ErfWriter, ErfWriterOptions};

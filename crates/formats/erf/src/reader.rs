@@ -1,13 +1,10 @@
 //! Zero-copy ERF reader.
 
-use std::io::Read;
-use std::path::Path;
-
 use tracekit_core::{
-    CaptureSource, Direction, Error, InterfaceInfo, LinkType, Meta, Packet, PacketKind, Stats,
-    Timestamp, TsResolution,
+    Direction, Error, InterfaceInfo, LinkType, Meta, PacketKind, Record, RecordFormat, Timestamp,
+    TraceInfo, TsResolution,
 };
-use tracekit_io::{Input, ReadMode};
+use tracekit_io::{Input, Reader};
 
 use crate::record::{self, EXT_LEN, HEADER_LEN, Payload, field, types};
 
@@ -48,7 +45,11 @@ pub struct ErfNotes {
 ///   [`PacketKind::Meta`] unless skipped.
 /// - The loss counter becomes [`Meta::loss`] (not for colour types, where the field is a
 ///   colour), the 2-bit interface [`Meta::interface`].
-pub struct ErfReader {
+pub type ErfReader = Reader<ErfFormat>;
+
+/// The ERF format's state: options, loss counters, the link type seen per interface, and
+/// what was met so far. An [`ErfReader`] owns it and lends the records.
+pub struct ErfFormat {
     input: Input,
     options: ErfReaderOptions,
     packets: u64,
@@ -56,27 +57,15 @@ pub struct ErfReader {
     last_link: [Option<LinkType>; 4],
     notes: ErfNotes,
     done: bool,
-    /// Where the record last handed out lies in the input window.
-    current: Option<(usize, usize, Meta)>,
 }
 
-impl ErfReader {
-    /// Opens a file, read the default way.
-    pub fn open(path: impl AsRef<Path>) -> Result<ErfReader, Error> {
-        Ok(ErfReader::from_input(
-            Input::open(path, ReadMode::Auto)?,
-            ErfReaderOptions::default(),
-        ))
-    }
+impl RecordFormat for ErfFormat {
+    type Input = Input;
+    type Options = ErfReaderOptions;
 
-    /// Reads from any byte stream.
-    pub fn from_reader(reader: impl Read + Send + 'static) -> ErfReader {
-        ErfReader::from_input(Input::from_reader(reader), ErfReaderOptions::default())
-    }
-
-    /// Reads from a prepared [`Input`] positioned at the first record.
-    pub fn from_input(input: Input, options: ErfReaderOptions) -> ErfReader {
-        ErfReader {
+    /// ERF has no file header: reading starts at the first record.
+    fn start(input: Input, options: ErfReaderOptions) -> Result<ErfFormat, Error> {
+        Ok(ErfFormat {
             input,
             options,
             packets: 0,
@@ -84,32 +73,79 @@ impl ErfReader {
             last_link: [None; 4],
             notes: ErfNotes::default(),
             done: false,
-            current: None,
-        }
+        })
     }
 
-    /// Oddities accepted so far.
-    pub fn notes(&self) -> &ErfNotes {
-        &self.notes
+    #[inline(always)]
+    fn next_record(&mut self) -> Result<Option<Record>, Error> {
+        self.next_record_in()
     }
 
-    /// Byte offset of the next record.
-    pub fn position(&self) -> u64 {
-        self.input.position()
-    }
-
-    /// The underlying input.
-    pub fn input(&self) -> &Input {
+    fn input(&self) -> &Input {
         &self.input
     }
 
+    fn dropped(&self) -> u64 {
+        self.lost
+    }
+}
+
+impl TraceInfo for ErfFormat {
+    fn description(&self) -> String {
+        "ERF (32.32 time stamps)".to_string()
+    }
+
+    fn notes_described(&self) -> Vec<String> {
+        self.notes.describe()
+    }
+
     /// What is known of interface `id` (0-3): the link type of its latest record.
-    pub fn interface_info(&self, id: u32) -> Option<InterfaceInfo> {
+    fn interface_info(&self, id: u32) -> Option<InterfaceInfo> {
         let link = (*self.last_link.get(id as usize)?)?;
         Some(InterfaceInfo {
             ts_resolution: TsResolution::ERF,
             ..InterfaceInfo::new(link)
         })
+    }
+
+    fn ts_resolution(&self) -> TsResolution {
+        TsResolution::ERF
+    }
+}
+
+impl ErfNotes {
+    /// Human-readable notes, one per kind of oddity; empty when there were none.
+    pub fn describe(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if self.pad_records > 0 {
+            out.push(format!("{} padding record(s) skipped", self.pad_records));
+        }
+        if self.encapsulated > 0 {
+            out.push(format!(
+                "{} record(s) of types without a link-layer mapping handed out whole (LINKTYPE_ERF)",
+                self.encapsulated
+            ));
+        }
+        if self.extension_headers > 0 {
+            out.push(format!(
+                "{} record(s) had ERF extension headers, which are not part of the packets (not carried by a conversion)",
+                self.extension_headers
+            ));
+        }
+        if self.truncated + self.rx_errors + self.ds_errors > 0 {
+            out.push(format!(
+                "records flagged by the card: {} truncated, {} receive errors, {} DS errors",
+                self.truncated, self.rx_errors, self.ds_errors
+            ));
+        }
+        out
+    }
+}
+
+impl ErfFormat {
+    /// Oddities accepted so far.
+    pub fn notes(&self) -> &ErfNotes {
+        &self.notes
     }
 
     fn error_here(&mut self, e: Error) -> Error {
@@ -119,50 +155,10 @@ impl ErfReader {
             .with_packet(self.packets + 1)
     }
 
-    /// The next record, borrowed until the next call.
-    #[inline]
-    pub fn next_packet(&mut self) -> Result<Option<Packet<'_>>, Error> {
-        self.next_where(|_| Ok(true))
-    }
-
-    /// The next record for which `keep` says yes (a filter), borrowed until the next call.
-    #[inline]
-    pub fn next_matching(
-        &mut self,
-        keep: &mut dyn FnMut(&Packet<'_>) -> Result<bool, Error>,
-    ) -> Result<Option<Packet<'_>>, Error> {
-        self.next_where(keep)
-    }
-
-    /// The one loop behind both: with a constant "yes" it folds to a single record.
-    #[inline(always)]
-    fn next_where(
-        &mut self,
-        mut keep: impl FnMut(&Packet<'_>) -> Result<bool, Error>,
-    ) -> Result<Option<Packet<'_>>, Error> {
-        self.current = None;
-        while let Some((start, len, meta)) = self.next_record()? {
-            if keep(&Packet::new(self.input.window(start, len), meta))? {
-                self.current = Some((start, len, meta));
-                return Ok(Some(Packet::new(self.input.window(start, len), meta)));
-            }
-        }
-        Ok(None)
-    }
-
-    /// The packet the last `next_packet` (or `next_matching`) call returned, lent again
-    /// without reading further; `None` before the first packet and after the end or an
-    /// error. A merge peeks at time stamps this way without copying packets.
-    #[inline]
-    pub fn current_packet(&self) -> Option<Packet<'_>> {
-        let (start, len, meta) = self.current?;
-        Some(Packet::new(self.input.window(start, len), meta))
-    }
-
     /// The next record: where its handed-out bytes are in the input window, and its
     /// metadata.
     #[inline(always)]
-    fn next_record(&mut self) -> Result<Option<(usize, usize, Meta)>, Error> {
+    fn next_record_in(&mut self) -> Result<Option<Record>, Error> {
         loop {
             if self.done {
                 return Ok(None);
@@ -284,12 +280,12 @@ impl ErfReader {
             let start = self.input.window_pos();
             self.input.consume(rlen);
             self.packets += 1;
-            return Ok(Some((start + data_at, caplen, meta)));
+            return Ok(Some(Record::new(start + data_at, caplen, meta)));
         }
     }
 }
 
-impl ErfReader {
+impl ErfFormat {
     #[cold]
     fn note_flags(&mut self, flags: u8) {
         if flags & 0x08 != 0 {
@@ -300,22 +296,6 @@ impl ErfReader {
         }
         if flags & 0x20 != 0 {
             self.notes.ds_errors += 1;
-        }
-    }
-}
-
-impl CaptureSource for ErfReader {
-    #[inline]
-    fn next_packet(&mut self) -> Result<Option<Packet<'_>>, Error> {
-        ErfReader::next_packet(self)
-    }
-
-    fn stats(&self) -> Stats {
-        Stats {
-            received: self.packets,
-            captured: self.packets,
-            dropped: self.lost,
-            ..Stats::default()
         }
     }
 }

@@ -2,7 +2,9 @@
 
 use std::io::{BufWriter, Write};
 
-use tracekit_core::{CaptureSink, Direction, Error, LinkType, Packet, PacketKind, SinkReport};
+use tracekit_core::{
+    CaptureSink, Direction, Error, LinkType, Packet, PacketKind, SinkReport, Timestamp,
+};
 
 use crate::record::{EXT_LEN, HEADER_LEN, types};
 
@@ -132,7 +134,7 @@ impl<W: Write> ErfWriter<W> {
         // varying-length records; interface in bits 0-1
         let flags = 0x04 | (meta.interface & 0x03) as u8;
         let mut head = [0u8; HEADER_LEN];
-        head[0..8].copy_from_slice(&meta.ts.to_erf().to_le_bytes());
+        head[0..8].copy_from_slice(&erf_time(meta.ts)?.to_le_bytes());
         head[8] = erf_type;
         head[9] = flags;
         head[10..12].copy_from_slice(&(rlen as u16).to_be_bytes());
@@ -170,7 +172,7 @@ impl<W: Write> ErfWriter<W> {
         let rlen = HEADER_LEN + body.len();
         let mut head = [0u8; HEADER_LEN];
         head.copy_from_slice(&data[..HEADER_LEN]);
-        head[0..8].copy_from_slice(&packet.ts().to_erf().to_le_bytes());
+        head[0..8].copy_from_slice(&erf_time(packet.ts())?.to_le_bytes());
         head[10..12].copy_from_slice(&(rlen as u16).to_be_bytes());
         self.out.write_all(&head)?;
         self.out.write_all(body)?;
@@ -222,4 +224,13 @@ impl<W: Write> CaptureSink for ErfWriter<W> {
     fn finish(self: Box<Self>) -> Result<SinkReport, Error> {
         ErfWriter::finish(*self)
     }
+}
+
+/// The 32.32 value of a time stamp; ERF cannot store one after 2106.
+fn erf_time(ts: Timestamp) -> Result<u64, Error> {
+    ts.try_to_erf().ok_or_else(|| {
+        Error::unsupported(format!(
+            "time stamp {ts} is after 2106: ERF stores 32-bit seconds (write pcapng)"
+        ))
+    })
 }

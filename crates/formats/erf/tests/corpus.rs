@@ -84,14 +84,12 @@ fn read_all(mut r: ErfReader) -> (Vec<Rec>, Option<Error>) {
 
 fn read_both_ways(path: &Path) -> (Vec<Rec>, Option<Error>) {
     let options = ErfReaderOptions::default();
-    let a = read_all(ErfReader::from_input(
-        Input::open(path, ReadMode::Mmap).unwrap(),
-        options,
-    ));
-    let b = read_all(ErfReader::from_input(
-        Input::open(path, ReadMode::Read).unwrap(),
-        options,
-    ));
+    let a = read_all(
+        ErfReader::from_input_with(Input::open(path, ReadMode::Mmap).unwrap(), options).unwrap(),
+    );
+    let b = read_all(
+        ErfReader::from_input_with(Input::open(path, ReadMode::Read).unwrap(), options).unwrap(),
+    );
     assert!(a.0 == b.0, "{}: read modes differ", path.display());
     a
 }
@@ -149,10 +147,9 @@ fn record_kinds() {
     );
     let skip = ErfReaderOptions { skip_meta: true };
     let path = corpus("libtrace__provenance.erf");
-    let (none, _) = read_all(ErfReader::from_input(
-        Input::open(&path, ReadMode::Read).unwrap(),
-        skip,
-    ));
+    let (none, _) = read_all(
+        ErfReader::from_input_with(Input::open(&path, ReadMode::Read).unwrap(), skip).unwrap(),
+    );
     assert!(none.is_empty());
     let (recs, _) = read_both_ways(&corpus("libtrace__large_legacy.gz"));
     assert!(

@@ -63,7 +63,7 @@ proptest! {
         prop_assert!(report.lost.is_empty(), "{:?}", report.lost);
         prop_assert_eq!(file.len() % 8, 0);
         prop_assert!(looks_like_erf(&file[..file.len().min(512)]));
-        let mut r = ErfReader::from_reader(std::io::Cursor::new(file));
+        let mut r = ErfReader::from_reader(std::io::Cursor::new(file)).unwrap();
         for p in &pkts {
             let got = r.next_packet().unwrap().unwrap();
             prop_assert_eq!(got.data(), &p.data[..]);
@@ -82,7 +82,7 @@ proptest! {
         let mut w = ErfWriter::new(Vec::new(), ErfWriterOptions::default());
         w.write_packet(&Packet::new(&[0u8; 60], Meta::new(ts, 60, LinkType::ETHERNET))).unwrap();
         let (file, _) = w.finish_into_inner().unwrap();
-        let mut r = ErfReader::from_reader(std::io::Cursor::new(file));
+        let mut r = ErfReader::from_reader(std::io::Cursor::new(file)).unwrap();
         let got = r.next_packet().unwrap().unwrap().ts();
         prop_assert_eq!(got.as_unix_nanos(), ts.as_unix_nanos());
     }

@@ -40,5 +40,5 @@ mod reader;
 mod writer;
 
 pub use header::{ByteOrder, FILE_HEADER_LEN, FileHeader};
-pub use reader::{DEFAULT_MAX_CAPLEN, PcapNotes, PcapReader, max_caplen_for};
+pub use reader::{DEFAULT_MAX_CAPLEN, PcapFormat, PcapNotes, PcapReader, max_caplen_for};
 pub use writer::{PcapWriter, PcapWriterOptions};

@@ -1,12 +1,10 @@
 //! Zero-copy pcap reader.
 
-use std::io::Read;
-use std::path::Path;
-
 use tracekit_core::{
-    CaptureSource, Direction, Error, LinkType, Meta, Packet, PacketKind, Stats, Timestamp,
+    Direction, Error, InterfaceInfo, LinkType, Meta, PacketKind, Record, RecordFormat, Timestamp,
+    TraceInfo, TsResolution,
 };
-use tracekit_io::{Input, ReadMode};
+use tracekit_io::{Input, Reader};
 
 use crate::header::{FILE_HEADER_LEN, FileHeader};
 
@@ -84,7 +82,11 @@ impl PcapNotes {
 /// println!("{packets} packets, {bytes} bytes, link type {}", reader.header().link_type);
 /// # Ok::<(), tracekit_core::Error>(())
 /// ```
-pub struct PcapReader {
+pub type PcapReader = Reader<PcapFormat>;
+
+/// The pcap format's state: the file header and what was met so far. A [`PcapReader`]
+/// owns it and lends the packets; its accessors are reached through the reader.
+pub struct PcapFormat {
     input: Input,
     header: FileHeader,
     record_len: usize,
@@ -92,29 +94,14 @@ pub struct PcapReader {
     packets: u64,
     notes: PcapNotes,
     done: bool,
-    /// Where the packet last handed out lies in the input window.
-    current: Option<(usize, usize, Meta)>,
 }
 
-impl PcapReader {
-    /// Opens a file, read the default way ([`ReadMode::Auto`]).
-    pub fn open(path: impl AsRef<Path>) -> Result<PcapReader, Error> {
-        PcapReader::open_with(path, ReadMode::Auto)
-    }
+impl RecordFormat for PcapFormat {
+    type Input = Input;
+    type Options = ();
 
-    /// Opens a file with an explicit read mode (mapping or `read()`).
-    pub fn open_with(path: impl AsRef<Path>, mode: ReadMode) -> Result<PcapReader, Error> {
-        PcapReader::from_input(Input::open(path, mode)?)
-    }
-
-    /// Reads from any byte stream (stdin, a pipe).
-    pub fn from_reader(reader: impl Read + Send + 'static) -> Result<PcapReader, Error> {
-        PcapReader::from_input(Input::from_reader(reader))
-    }
-
-    /// Reads from a prepared [`Input`] positioned at the file header (the facade uses
-    /// this after sniffing the format).
-    pub fn from_input(mut input: Input) -> Result<PcapReader, Error> {
+    /// Reads the file header from an input positioned at it.
+    fn start(mut input: Input, _: ()) -> Result<PcapFormat, Error> {
         let have = input.fill(FILE_HEADER_LEN)?;
         if have < FILE_HEADER_LEN {
             return Err(input.cut_error("pcap file header", FILE_HEADER_LEN as u64));
@@ -122,7 +109,7 @@ impl PcapReader {
         let header = FileHeader::parse(&input.available()[..FILE_HEADER_LEN])
             .map_err(|e| e.with_shared_path(input.path()))?;
         input.consume(FILE_HEADER_LEN);
-        Ok(PcapReader {
+        Ok(PcapFormat {
             record_len: header.record_header_len(),
             max_caplen: max_caplen_for(header.link_type),
             input,
@@ -130,10 +117,54 @@ impl PcapReader {
             packets: 0,
             notes: PcapNotes::default(),
             done: false,
-            current: None,
         })
     }
 
+    #[inline(always)]
+    fn next_record(&mut self) -> Result<Option<Record>, Error> {
+        self.next_record_in()
+    }
+
+    fn input(&self) -> &Input {
+        &self.input
+    }
+}
+
+impl TraceInfo for PcapFormat {
+    fn description(&self) -> String {
+        self.header.describe()
+    }
+
+    fn notes_described(&self) -> Vec<String> {
+        self.notes.describe(self.header.snaplen)
+    }
+
+    fn snaplen(&self) -> Option<u32> {
+        Some(self.header.snaplen)
+    }
+
+    fn declared_link_type(&self) -> Option<LinkType> {
+        Some(self.header.link_type)
+    }
+
+    fn interface_info(&self, id: u32) -> Option<InterfaceInfo> {
+        (id == 0).then(|| {
+            let h = &self.header;
+            InterfaceInfo {
+                snaplen: h.snaplen,
+                ts_resolution: h.resolution,
+                fcs_len: h.fcs_len.map(|f| f as u8),
+                ..InterfaceInfo::new(h.link_type)
+            }
+        })
+    }
+
+    fn ts_resolution(&self) -> TsResolution {
+        self.header.resolution
+    }
+}
+
+impl PcapFormat {
     /// The file header.
     pub fn header(&self) -> &FileHeader {
         &self.header
@@ -144,64 +175,9 @@ impl PcapReader {
         &self.notes
     }
 
-    /// Records delivered so far.
-    pub fn packets_read(&self) -> u64 {
-        self.packets
-    }
-
-    /// Byte offset of the next record.
-    pub fn position(&self) -> u64 {
-        self.input.position()
-    }
-
-    /// The underlying input (size hint, mapping state).
-    pub fn input(&self) -> &Input {
-        &self.input
-    }
-
-    /// The next packet, borrowed from the input buffer until the next call.
-    #[inline]
-    pub fn next_packet(&mut self) -> Result<Option<Packet<'_>>, Error> {
-        self.next_where(|_| Ok(true))
-    }
-
-    /// The next packet for which `keep` says yes (a filter), borrowed until the next call.
-    #[inline]
-    pub fn next_matching(
-        &mut self,
-        keep: &mut dyn FnMut(&Packet<'_>) -> Result<bool, Error>,
-    ) -> Result<Option<Packet<'_>>, Error> {
-        self.next_where(keep)
-    }
-
-    /// The one loop behind both: with a constant "yes" it folds to a single record.
-    #[inline(always)]
-    fn next_where(
-        &mut self,
-        mut keep: impl FnMut(&Packet<'_>) -> Result<bool, Error>,
-    ) -> Result<Option<Packet<'_>>, Error> {
-        self.current = None;
-        while let Some((start, caplen, meta)) = self.next_record()? {
-            if keep(&Packet::new(self.input.window(start, caplen), meta))? {
-                self.current = Some((start, caplen, meta));
-                return Ok(Some(Packet::new(self.input.window(start, caplen), meta)));
-            }
-        }
-        Ok(None)
-    }
-
-    /// The packet the last `next_packet` (or `next_matching`) call returned, lent again
-    /// without reading further; `None` before the first packet and after the end or an
-    /// error. A merge peeks at time stamps this way without copying packets.
-    #[inline]
-    pub fn current_packet(&self) -> Option<Packet<'_>> {
-        let (start, caplen, meta) = self.current?;
-        Some(Packet::new(self.input.window(start, caplen), meta))
-    }
-
     /// The next record: where its bytes are in the input window, and its metadata.
     #[inline(always)]
-    fn next_record(&mut self) -> Result<Option<(usize, usize, Meta)>, Error> {
+    fn next_record_in(&mut self) -> Result<Option<Record>, Error> {
         if self.done {
             return Ok(None);
         }
@@ -257,7 +233,11 @@ impl PcapReader {
             self.notes.fraction_overflow += 1;
         }
         let meta = Meta {
-            ts: Timestamp::from_units(ts_sec, u64::from(ts_frac), self.header.resolution),
+            ts: Timestamp::from_units(
+                u64::from(ts_sec),
+                u64::from(ts_frac),
+                self.header.resolution,
+            ),
             wire_len,
             link: self.header.link_type,
             interface,
@@ -265,7 +245,7 @@ impl PcapReader {
             loss: 0,
             kind: PacketKind::Data,
         };
-        Ok(Some((start, caplen as usize, meta)))
+        Ok(Some(Record::new(start, caplen as usize, meta)))
     }
 
     #[cold]
@@ -290,21 +270,6 @@ impl PcapReader {
         }
         if caplen > wire_len {
             self.notes.caplen_over_wire_len += 1;
-        }
-    }
-}
-
-impl CaptureSource for PcapReader {
-    #[inline]
-    fn next_packet(&mut self) -> Result<Option<Packet<'_>>, Error> {
-        PcapReader::next_packet(self)
-    }
-
-    fn stats(&self) -> Stats {
-        Stats {
-            received: self.packets,
-            captured: self.packets,
-            ..Stats::default()
         }
     }
 }

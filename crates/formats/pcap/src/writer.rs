@@ -173,6 +173,12 @@ impl<W: Write> PcapWriter<W> {
         let bo = self.options.byte_order;
         let mut rec = [0u8; 16];
         let (secs, frac) = meta.ts.split(res);
+        let Ok(secs) = u32::try_from(secs) else {
+            return Err(Error::unsupported(format!(
+                "time stamp {} is after 2106: classic pcap stores 32-bit seconds (write pcapng)",
+                meta.ts
+            )));
+        };
         rec[0..4].copy_from_slice(&bo.put_u32(secs));
         rec[4..8].copy_from_slice(&bo.put_u32(frac as u32));
         rec[8..12].copy_from_slice(&bo.put_u32(caplen as u32));

@@ -32,7 +32,7 @@ fn pcap_files() -> Vec<PathBuf> {
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Rec {
-    secs: u32,
+    secs: u64,
     units: u64,
     unix_nanos: u64,
     wire_len: u32,
@@ -135,7 +135,7 @@ fn every_corpus_pcap_matches_manifest_and_independent_reader() {
             let r = &recs[i];
             assert_eq!(
                 u64::from(raw.ts_sec) * per_sec + u64::from(raw.ts_frac),
-                u64::from(r.secs) * per_sec + r.units,
+                r.secs * per_sec + r.units,
                 "{name}: packet {} time stamp",
                 i + 1
             );

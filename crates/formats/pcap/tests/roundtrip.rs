@@ -52,7 +52,7 @@ fn check(
     };
     let mut w = PcapWriter::new(Vec::new(), options).unwrap();
     for p in pkts {
-        let ts = Timestamp::from_units(p.secs, u64::from(p.units), res);
+        let ts = Timestamp::from_units(u64::from(p.secs), u64::from(p.units), res);
         let meta = Meta::new(ts, p.data.len() as u32 + p.extra_wire, link);
         w.write_packet(&Packet::new(&p.data, meta)).unwrap();
     }
@@ -74,7 +74,7 @@ fn check(
         for p in pkts {
             let got = r.next_packet().unwrap().unwrap();
             prop_assert_eq!(got.data(), &p.data[..]);
-            prop_assert_eq!(got.ts().secs(), p.secs);
+            prop_assert_eq!(got.ts().secs(), u64::from(p.secs));
             prop_assert_eq!(got.ts().subsec_units(res), u64::from(p.units));
             prop_assert_eq!(got.wire_len(), p.data.len() as u32 + p.extra_wire);
             prop_assert_eq!(got.link_type(), link);
@@ -103,7 +103,7 @@ proptest! {
         let (file, _) = w.finish_into_inner().unwrap();
         let mut r = PcapReader::from_reader(std::io::Cursor::new(file)).unwrap();
         let got = r.next_packet().unwrap().unwrap().ts();
-        prop_assert_eq!((got.secs(), got.subsec_micros()), (secs, micros));
+        prop_assert_eq!((got.secs(), got.subsec_micros()), (u64::from(secs), micros));
         prop_assert_eq!(got.subsec_nanos(), micros * 1000);
     }
 }

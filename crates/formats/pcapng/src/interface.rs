@@ -173,8 +173,8 @@ impl Clocked {
 
     #[inline(always)]
     fn offset(&self, secs: u64, frac: u64, res: TsResolution) -> Timestamp {
-        let secs = (secs as i64).wrapping_add(self.ts_offset) as u32;
-        Timestamp::from_units(secs, frac, res)
+        // if_tsoffset moves the seconds; a negative result is clamped at the epoch.
+        Timestamp::from_units(secs.saturating_add_signed(self.ts_offset), frac, res)
     }
 
     #[cold]

@@ -38,7 +38,7 @@ mod reader;
 mod writer;
 
 pub use interface::{Interface, InterfaceStats, Section};
-pub use reader::{META_LINK_TYPE, PcapngNotes, PcapngReader, PcapngReaderOptions};
+pub use reader::{META_LINK_TYPE, PcapngFormat, PcapngNotes, PcapngReader, PcapngReaderOptions};
 pub use writer::{PcapngWriter, PcapngWriterOptions};
 
 /// Whether `head` starts like a pcapng file (a Section Header Block with a valid

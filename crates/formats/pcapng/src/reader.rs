@@ -1,13 +1,10 @@
 //! Zero-copy pcapng reader.
 
-use std::io::Read;
-use std::path::Path;
-
 use tracekit_core::{
-    ByteOrder, CaptureSource, Direction, Error, LinkType, Meta, Packet, PacketKind, PacketOptions,
-    Stats, Timestamp,
+    ByteOrder, Direction, Error, InterfaceInfo, LinkType, Meta, PacketKind, PacketOptions, Record,
+    RecordFormat, Timestamp, TraceInfo, TsResolution,
 };
-use tracekit_io::{Input, ReadMode};
+use tracekit_io::{Input, Reader};
 
 use crate::block::{self, opt, padded};
 use crate::interface::{Clocked, Interface, InterfaceStats, Section};
@@ -58,7 +55,11 @@ pub const META_LINK_TYPE: LinkType = LinkType(u32::MAX);
 /// }
 /// # Ok::<(), tracekit_core::Error>(())
 /// ```
-pub struct PcapngReader {
+pub type PcapngReader = Reader<PcapngFormat>;
+
+/// The pcapng format's state: sections, interfaces, the fast path's cache and what was
+/// met so far. A [`PcapngReader`] owns it and lends the packets.
+pub struct PcapngFormat {
     input: Input,
     options: PcapngReaderOptions,
     sections: Vec<Section>,
@@ -67,8 +68,6 @@ pub struct PcapngReader {
     packets: u64,
     notes: PcapngNotes,
     done: bool,
-    /// Where the packet last handed out lies in the input window.
-    current: Option<Found>,
     /// The first SHB was parsed when opening and is still to be handed out as metadata.
     first_section_pending: bool,
     /// Fast path: the local and global id of the interface of the last EPB, for the
@@ -87,25 +86,12 @@ const IDB_MIN: usize = 20;
 const ISB_MIN: usize = 24;
 const SHB_MIN: usize = 28;
 
-impl PcapngReader {
-    /// Opens a file, read the default way.
-    pub fn open(path: impl AsRef<Path>) -> Result<PcapngReader, Error> {
-        PcapngReader::from_input(
-            Input::open(path, ReadMode::Auto)?,
-            PcapngReaderOptions::default(),
-        )
-    }
+impl RecordFormat for PcapngFormat {
+    type Input = Input;
+    type Options = PcapngReaderOptions;
 
-    /// Reads from any byte stream.
-    pub fn from_reader(reader: impl Read + Send + 'static) -> Result<PcapngReader, Error> {
-        PcapngReader::from_input(Input::from_reader(reader), PcapngReaderOptions::default())
-    }
-
-    /// Reads from a prepared [`Input`] positioned at the first Section Header Block.
-    pub fn from_input(
-        mut input: Input,
-        options: PcapngReaderOptions,
-    ) -> Result<PcapngReader, Error> {
+    /// Reads the first Section Header Block from an input positioned at it.
+    fn start(mut input: Input, options: PcapngReaderOptions) -> Result<PcapngFormat, Error> {
         let have = input.fill(12)?;
         if have < 12 {
             return Err(input.cut_error("Section Header Block", 12));
@@ -117,7 +103,7 @@ impl PcapngReader {
             .with_shared_path(input.path())
             .with_offset(0));
         }
-        let mut reader = PcapngReader {
+        let mut reader = PcapngFormat {
             input,
             options,
             sections: Vec::new(),
@@ -126,7 +112,6 @@ impl PcapngReader {
             packets: 0,
             notes: PcapngNotes::default(),
             done: false,
-            current: None,
             first_section_pending: false,
             last_local: u32::MAX,
             last_global: 0,
@@ -143,6 +128,95 @@ impl PcapngReader {
         Ok(reader)
     }
 
+    /// The fast path first, then the general block loop.
+    #[inline(always)]
+    fn next_record(&mut self) -> Result<Option<Record>, Error> {
+        if let Some(record) = self.fast_enhanced_packet()? {
+            return Ok(Some(record));
+        }
+        self.next_block(self.options.deliver_meta)
+    }
+
+    fn input(&self) -> &Input {
+        &self.input
+    }
+
+    fn dropped(&self) -> u64 {
+        self.interfaces
+            .iter()
+            .filter_map(|i| i.stats)
+            .map(|s| s.if_dropped.unwrap_or(0) + s.os_dropped.unwrap_or(0))
+            .sum()
+    }
+}
+
+impl TraceInfo for PcapngFormat {
+    fn description(&self) -> String {
+        let orders: Vec<&str> = self.sections.iter().map(|s| s.byte_order.name()).collect();
+        format!(
+            "pcapng ({} section(s): {}-endian; {} interface(s))",
+            self.sections.len(),
+            orders.join("/"),
+            self.interfaces.len()
+        )
+    }
+
+    fn notes_described(&self) -> Vec<String> {
+        self.notes.describe()
+    }
+
+    fn snaplen(&self) -> Option<u32> {
+        self.interfaces.iter().map(|i| i.snaplen).max()
+    }
+
+    fn declared_link_type(&self) -> Option<LinkType> {
+        let mut links = self.interfaces.iter().map(|i| i.link_type);
+        let first = links.next()?;
+        links.all(|l| l == first).then_some(first)
+    }
+
+    fn interface_info(&self, id: u32) -> Option<InterfaceInfo> {
+        self.interface(id).map(|i| i.info())
+    }
+
+    /// Of the interfaces described so far, and nanoseconds before any is (which holds
+    /// the common µs and ns resolutions exactly).
+    fn ts_resolution(&self) -> TsResolution {
+        self.interfaces
+            .iter()
+            .map(|i| i.ts_resolution)
+            .max_by(|a, b| a.units_per_second().cmp(&b.units_per_second()))
+            .unwrap_or(TsResolution::NANO)
+    }
+}
+
+impl PcapngNotes {
+    /// Human-readable notes, one per kind of oddity; empty when there were none.
+    pub fn describe(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if self.unknown_blocks > 0 {
+            out.push(format!(
+                "{} block(s) of unknown type skipped",
+                self.unknown_blocks
+            ));
+        }
+        if self.bad_tsresol > 0 {
+            out.push(format!(
+                "{} interface(s) with an out-of-range if_tsresol (read as µs)",
+                self.bad_tsresol
+            ));
+        }
+        if self.simple_packets > 0 {
+            out.push(format!(
+                "{} Simple Packet Block(s): no time stamp (written as 0, left out of first/last)",
+                self.simple_packets
+            ));
+        }
+        out
+    }
+}
+
+impl PcapngFormat {
     /// Sections seen so far.
     pub fn sections(&self) -> &[Section] {
         &self.sections
@@ -163,99 +237,12 @@ impl PcapngReader {
         &self.notes
     }
 
-    /// Byte offset of the next block.
-    pub fn position(&self) -> u64 {
-        self.input.position()
-    }
-
-    /// The underlying input.
-    pub fn input(&self) -> &Input {
-        &self.input
-    }
-
-    /// The next packet (or metadata record, when asked for), borrowed until the next call.
-    #[inline]
-    pub fn next_packet(&mut self) -> Result<Option<Packet<'_>>, Error> {
-        // Built straight from the fast path (measured: going through `next_found` costs
-        // the common case about four times its user time).
-        self.current = None;
-        if let Some((start, caplen, meta, options)) = self.fast_enhanced_packet()? {
-            self.current = Some(Found {
-                data: (start, caplen),
-                options,
-                order: self.order,
-                meta,
-            });
-            let options = (options.1 > 0)
-                .then(|| PacketOptions::new(self.input.window(options.0, options.1), self.order));
-            return Ok(Some(
-                Packet::new(self.input.window(start, caplen), meta).with_options(options),
-            ));
-        }
-        match self.next_block(self.options.deliver_meta)? {
-            Some(found) => {
-                self.current = Some(found);
-                Ok(Some(self.lend(found)))
-            }
-            None => Ok(None),
-        }
-    }
-
-    /// The next packet for which `keep` says yes (a filter), borrowed until the next call.
-    #[inline]
-    pub fn next_matching(
-        &mut self,
-        keep: &mut dyn FnMut(&Packet<'_>) -> Result<bool, Error>,
-    ) -> Result<Option<Packet<'_>>, Error> {
-        self.next_where(keep)
-    }
-
-    /// The one loop behind both: with a constant "yes" it folds to a single block.
-    #[inline(always)]
-    fn next_where(
-        &mut self,
-        mut keep: impl FnMut(&Packet<'_>) -> Result<bool, Error>,
-    ) -> Result<Option<Packet<'_>>, Error> {
-        self.current = None;
-        while let Some(found) = self.next_found()? {
-            if keep(&self.lend(found))? {
-                self.current = Some(found);
-                return Ok(Some(self.lend(found)));
-            }
-        }
-        Ok(None)
-    }
-
-    /// The packet the last `next_packet` (or `next_matching`) call returned, lent again
-    /// without reading further; `None` before the first packet and after the end or an
-    /// error. A merge peeks at time stamps this way without copying packets.
-    #[inline]
-    pub fn current_packet(&self) -> Option<Packet<'_>> {
-        self.current.map(|found| self.lend(found))
-    }
-
-    /// Where the next packet's bytes are: the fast path first, then the general loop.
-    #[inline(always)]
-    fn next_found(&mut self) -> Result<Option<Found>, Error> {
-        if let Some((start, caplen, meta, options)) = self.fast_enhanced_packet()? {
-            return Ok(Some(Found {
-                data: (start, caplen),
-                options,
-                order: self.order,
-                meta,
-            }));
-        }
-        self.next_block(self.options.deliver_meta)
-    }
-
     /// The common case, taken without the general block loop: an Enhanced Packet Block on
     /// the interface of the previous one. Anything else (or anything odd) returns `None`
     /// without consuming, and the general loop handles the block.
     #[inline]
     #[allow(clippy::type_complexity)]
-    fn fast_enhanced_packet(
-        &mut self,
-    ) -> Result<Option<(usize, usize, Meta, (usize, usize))>, Error> {
+    fn fast_enhanced_packet(&mut self) -> Result<Option<Record>, Error> {
         if self.done || self.first_section_pending || self.input.fill(EPB_MIN)? < EPB_MIN {
             return Ok(None);
         }
@@ -268,9 +255,7 @@ impl PcapngReader {
 
     #[inline(always)]
     #[allow(clippy::type_complexity)]
-    fn fast_enhanced_packet_in<const BIG: bool>(
-        &mut self,
-    ) -> Result<Option<(usize, usize, Meta, (usize, usize))>, Error> {
+    fn fast_enhanced_packet_in<const BIG: bool>(&mut self) -> Result<Option<Record>, Error> {
         #[inline(always)]
         fn rd<const BIG: bool>(b: &[u8], at: usize) -> u32 {
             let a: [u8; 4] = b[at..at + 4].try_into().unwrap_or([0; 4]);
@@ -328,19 +313,13 @@ impl PcapngReader {
         let start = self.input.window_pos();
         self.input.consume(len);
         self.packets += 1;
-        Ok(Some((start + 28, caplen, meta, (start + opt_at, opt_len))))
-    }
-
-    #[inline(always)]
-    fn lend(&self, found: Found) -> Packet<'_> {
-        let data = self.input.window(found.data.0, found.data.1);
-        let options = (found.options.1 > 0).then(|| {
-            PacketOptions::new(
-                self.input.window(found.options.0, found.options.1),
-                found.order,
-            )
-        });
-        Packet::new(data, found.meta).with_options(options)
+        Ok(Some(Record {
+            start: start + 28,
+            len: caplen,
+            meta,
+            options: (start + opt_at, opt_len),
+            order: self.order,
+        }))
     }
 
     /// Parses the first SHB without consuming it; returns its length.
@@ -406,7 +385,7 @@ impl PcapngReader {
 
     /// Reads blocks until a packet (or, with `meta`, any block) is found; returns where
     /// its bytes are in the input window, after consuming the block.
-    fn next_block(&mut self, meta: bool) -> Result<Option<Found>, Error> {
+    fn next_block(&mut self, meta: bool) -> Result<Option<Record>, Error> {
         let result = self.next_block_inner(meta);
         if result.is_err() {
             self.done = true;
@@ -414,7 +393,7 @@ impl PcapngReader {
         result
     }
 
-    fn next_block_inner(&mut self, meta: bool) -> Result<Option<Found>, Error> {
+    fn next_block_inner(&mut self, meta: bool) -> Result<Option<Record>, Error> {
         loop {
             if self.done {
                 return Ok(None);
@@ -503,14 +482,15 @@ impl PcapngReader {
         order: ByteOrder,
         interface: u32,
         ts: Timestamp,
-    ) -> Found {
+    ) -> Record {
         let start = self.input.window_pos();
         self.input.consume(len);
         let mut meta = Meta::new(ts, len as u32, META_LINK_TYPE);
         meta.kind = PacketKind::Meta;
         meta.interface = interface;
-        Found {
-            data: (start, len),
+        Record {
+            start,
+            len,
             options: (0, 0),
             order,
             meta,
@@ -536,7 +516,7 @@ impl PcapngReader {
     /// An Enhanced Packet Block, or the obsolete Packet Block (`obsolete`): the same
     /// layout but for a 16-bit interface id followed by a 16-bit drop count where the EPB
     /// has a 32-bit interface id (its drop count is the `epb_dropcount` option).
-    fn packet_block(&mut self, len: usize, obsolete: bool) -> Result<Found, Error> {
+    fn packet_block(&mut self, len: usize, obsolete: bool) -> Result<Record, Error> {
         let what = if obsolete {
             "Packet Block"
         } else {
@@ -590,7 +570,7 @@ impl PcapngReader {
         Ok(self.consume_packet(len, 28, caplen, opt_at, opt_len, meta))
     }
 
-    fn simple_packet(&mut self, len: usize) -> Result<Found, Error> {
+    fn simple_packet(&mut self, len: usize) -> Result<Record, Error> {
         let order = self.order;
         let wire_len = order.u32(&self.input.available()[8..12]);
         let iface = self.global_interface(0, "Simple Packet Block")?;
@@ -601,7 +581,7 @@ impl PcapngReader {
         }
         self.notes.simple_packets += 1;
         let meta = Meta {
-            ts: Timestamp::ZERO.with_resolution(info.ts_resolution),
+            ts: Timestamp::NONE.with_resolution(info.ts_resolution),
             wire_len,
             link: info.link_type,
             interface: iface,
@@ -620,12 +600,13 @@ impl PcapngReader {
         opt_at: usize,
         opt_len: usize,
         meta: Meta,
-    ) -> Found {
+    ) -> Record {
         let start = self.input.window_pos();
         self.input.consume(len);
         self.packets += 1;
-        Found {
-            data: (start + data_at, caplen),
+        Record {
+            start: start + data_at,
+            len: caplen,
             options: (start + opt_at, opt_len),
             order: self.order,
             meta,
@@ -723,15 +704,6 @@ impl PcapngReader {
     }
 }
 
-/// Where a found block's bytes are in the input window.
-#[derive(Clone, Copy)]
-struct Found {
-    data: (usize, usize),
-    options: (usize, usize),
-    order: ByteOrder,
-    meta: Meta,
-}
-
 /// `epb_flags` and `epb_dropcount` from a packet block's options (out of line: most
 /// packet blocks have no options, and the fast path stays small).
 #[inline(never)]
@@ -753,27 +725,5 @@ fn direction(flags: u32) -> Direction {
         1 => Direction::Inbound,
         2 => Direction::Outbound,
         _ => Direction::Unknown,
-    }
-}
-
-impl CaptureSource for PcapngReader {
-    #[inline]
-    fn next_packet(&mut self) -> Result<Option<Packet<'_>>, Error> {
-        PcapngReader::next_packet(self)
-    }
-
-    fn stats(&self) -> Stats {
-        let dropped = self
-            .interfaces
-            .iter()
-            .filter_map(|i| i.stats)
-            .map(|s| s.if_dropped.unwrap_or(0) + s.os_dropped.unwrap_or(0))
-            .sum();
-        Stats {
-            received: self.packets,
-            captured: self.packets,
-            dropped,
-            ..Stats::default()
-        }
     }
 }

@@ -55,14 +55,17 @@ fn tsresol_byte(res: TsResolution) -> u8 {
     }
 }
 
-/// Raw 64-bit units of `ts` in `res`.
+/// Raw 64-bit units of `ts` in `res`; `None` when they do not fit 64 bits.
 #[inline]
-fn units(ts: Timestamp, res: TsResolution) -> u64 {
+fn units(ts: Timestamp, res: TsResolution) -> Option<u64> {
     let (secs, frac) = ts.split(res);
-    let secs = u64::from(secs);
     match res {
-        TsResolution::Binary(n) => (secs << n) | frac,
-        TsResolution::Decimal(_) => secs * res.units_per_second() + frac,
+        TsResolution::Binary(n) => {
+            (secs.leading_zeros() >= u32::from(n)).then(|| (secs << n) | frac)
+        }
+        TsResolution::Decimal(_) => secs
+            .checked_mul(res.units_per_second())
+            .and_then(|u| u.checked_add(frac)),
     }
 }
 
@@ -331,7 +334,12 @@ impl<W: Write> PcapngWriter<W> {
             Self::put_option(&mut self.scratch, order, opt::END, &[]);
         }
         let total = (32 + padded(caplen) + self.scratch.len()) as u32;
-        let t = units(meta.ts, res);
+        let Some(t) = units(meta.ts, res) else {
+            return Err(Error::unsupported(format!(
+                "time stamp {} does not fit pcapng's 64-bit count of {res} units",
+                meta.ts
+            )));
+        };
         let mut head = [0u8; 28];
         head[0..4].copy_from_slice(&order.put_u32(block::EPB));
         head[4..8].copy_from_slice(&order.put_u32(total));

@@ -70,10 +70,10 @@ fn read_all(mut r: PcapngReader) -> (Vec<Rec>, Option<Error>, PcapngReader) {
 fn read_every_way(path: &Path) -> (Vec<Rec>, Option<Error>, PcapngReader) {
     let options = PcapngReaderOptions::default();
     let a = read_all(
-        PcapngReader::from_input(Input::open(path, ReadMode::Mmap).unwrap(), options).unwrap(),
+        PcapngReader::from_input_with(Input::open(path, ReadMode::Mmap).unwrap(), options).unwrap(),
     );
     let b = read_all(
-        PcapngReader::from_input(Input::open(path, ReadMode::Read).unwrap(), options).unwrap(),
+        PcapngReader::from_input_with(Input::open(path, ReadMode::Read).unwrap(), options).unwrap(),
     );
     let c =
         read_all(PcapngReader::from_reader(std::io::Cursor::new(fs::read(path).unwrap())).unwrap());
@@ -238,8 +238,8 @@ fn sections_interfaces_and_statistics_are_queryable() {
 fn metadata_blocks_on_request() {
     let path = corpus("pcapnggen__test102_le.pcapng");
     let options = PcapngReaderOptions { deliver_meta: true };
-    let mut r =
-        PcapngReader::from_input(Input::open(&path, ReadMode::Read).unwrap(), options).unwrap();
+    let mut r = PcapngReader::from_input_with(Input::open(&path, ReadMode::Read).unwrap(), options)
+        .unwrap();
     let (mut data, mut meta, mut first_meta_type) = (0, 0, None);
     while let Some(p) = r.next_packet().unwrap() {
         match p.meta().kind {

@@ -1,0 +1,97 @@
+//! What a trace-file format implements: a record parser ([`RecordFormat`]) and a
+//! description of the trace ([`TraceInfo`]). The loop that lends packets, the filtered
+//! loop, re-lending the current packet and the position are written once, over any
+//! format, by the reader that owns the format (`tracekit_io::Reader`).
+
+use crate::{ByteOrder, Error, InterfaceInfo, LinkType, Meta, TsResolution};
+
+/// Where a record's bytes lie in its reader's input window, and what the format says of
+/// it. Positions are window positions (see `tracekit_io::Input::window`), valid until the
+/// reader advances.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Record {
+    /// Start of the captured bytes.
+    pub start: usize,
+    /// Number of captured bytes.
+    pub len: usize,
+    /// The packet's metadata.
+    pub meta: Meta,
+    /// Per-packet options (pcapng): start and length in the window; length 0 for none.
+    pub options: (usize, usize),
+    /// Byte order of the options.
+    pub order: ByteOrder,
+}
+
+impl Record {
+    /// A record without per-packet options.
+    #[inline(always)]
+    pub fn new(start: usize, len: usize, meta: Meta) -> Record {
+        Record {
+            start,
+            len,
+            meta,
+            options: (0, 0),
+            order: ByteOrder::Little,
+        }
+    }
+}
+
+/// A trace-file format: it parses records, one at a time, out of the input it was given.
+///
+/// `next_record` is the format's one piece of work; opening (`start`) reads what comes
+/// before the first record (a file header, a section header) and `input` gives the
+/// reader the window the records point into.
+pub trait RecordFormat: Sized {
+    /// The byte input records are parsed from (`tracekit_io::Input`).
+    type Input;
+    /// How the format is read (which metadata records are handed out, say).
+    type Options: Default;
+
+    /// Reads what precedes the first record, from an input positioned at the start of
+    /// the trace.
+    fn start(input: Self::Input, options: Self::Options) -> Result<Self, Error>;
+
+    /// The next record: where its bytes lie in the input window, and its metadata;
+    /// `Ok(None)` at the end. After an error, later calls return `Ok(None)`.
+    fn next_record(&mut self) -> Result<Option<Record>, Error>;
+
+    /// The input the records point into.
+    fn input(&self) -> &Self::Input;
+
+    /// Packets the capture lost, as far as the trace records it (pcapng interface
+    /// statistics, ERF loss counters).
+    fn dropped(&self) -> u64 {
+        0
+    }
+}
+
+/// What a trace says about itself, for `info` and for writers that copy it: every
+/// format and live source describes itself through this one interface.
+pub trait TraceInfo {
+    /// The format with its variant, e.g. `pcap (µs, little-endian)`.
+    fn description(&self) -> String;
+
+    /// Oddities met and accepted so far, one sentence each.
+    fn notes_described(&self) -> Vec<String> {
+        Vec::new()
+    }
+
+    /// The snap length the trace declares (the largest of its interfaces'), if any.
+    fn snaplen(&self) -> Option<u32> {
+        None
+    }
+
+    /// The link type the trace declares for all its packets, if it declares one.
+    fn declared_link_type(&self) -> Option<LinkType> {
+        None
+    }
+
+    /// What is known of interface `id` (as in [`Meta::interface`]).
+    fn interface_info(&self, id: u32) -> Option<InterfaceInfo> {
+        let _ = id;
+        None
+    }
+
+    /// The finest time stamp resolution of the trace, as far as known.
+    fn ts_resolution(&self) -> TsResolution;
+}

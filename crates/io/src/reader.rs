@@ -1,0 +1,160 @@
+//! The lending reader over any [`RecordFormat`]: the packet loop, the filtered loop,
+//! re-lending the current packet, position and size, written once for every format.
+
+use std::io::Read;
+use std::ops::Deref;
+use std::path::Path;
+
+use tracekit_core::{
+    CaptureSource, Error, Packet, PacketKind, PacketOptions, Record, RecordFormat, Stats,
+};
+
+use crate::{Input, ReadMode};
+
+/// Reads a trace of format `F`, lending each packet from the input window until the next
+/// call. The format's own accessors (its header, interfaces, notes) are reached through
+/// `Deref`: `reader.header()` on a pcap reader.
+///
+/// Damaged input: every complete record before the damage is delivered, then the
+/// format's error (byte offset, packet number, reason); later calls return `Ok(None)`.
+pub struct Reader<F> {
+    format: F,
+    /// Where the packet last handed out lies in the input window.
+    current: Option<Record>,
+    /// Packet records (not metadata records) read, before any filter.
+    records: u64,
+}
+
+impl<F: RecordFormat<Input = Input>> Reader<F> {
+    /// Opens a file, read the default way ([`ReadMode::Auto`]), with default options.
+    pub fn open(path: impl AsRef<Path>) -> Result<Reader<F>, Error> {
+        Reader::open_with(path, ReadMode::Auto)
+    }
+
+    /// Opens a file with an explicit read mode (mapping or `read()`).
+    pub fn open_with(path: impl AsRef<Path>, mode: ReadMode) -> Result<Reader<F>, Error> {
+        Reader::from_input(Input::open(path, mode)?)
+    }
+
+    /// Reads from any byte stream (stdin, a pipe).
+    pub fn from_reader(reader: impl Read + Send + 'static) -> Result<Reader<F>, Error> {
+        Reader::from_input(Input::from_reader(reader))
+    }
+
+    /// Reads from a prepared [`Input`] positioned at the start of the trace, with default
+    /// options.
+    pub fn from_input(input: Input) -> Result<Reader<F>, Error> {
+        Reader::from_input_with(input, F::Options::default())
+    }
+
+    /// Reads from a prepared [`Input`] with the format's options.
+    pub fn from_input_with(input: Input, options: F::Options) -> Result<Reader<F>, Error> {
+        Ok(Reader {
+            format: F::start(input, options)?,
+            current: None,
+            records: 0,
+        })
+    }
+
+    /// The format's state (header, interfaces, notes); also reached through `Deref`.
+    pub fn format(&self) -> &F {
+        &self.format
+    }
+
+    /// The underlying input (size hint, mapping state).
+    pub fn input(&self) -> &Input {
+        self.format.input()
+    }
+
+    /// Byte offset of the next record (in the decompressed stream).
+    pub fn position(&self) -> u64 {
+        self.format.input().position()
+    }
+
+    /// Size of the input when known (regular files), for progress display.
+    pub fn size_hint(&self) -> Option<u64> {
+        self.format.input().size_hint()
+    }
+
+    /// Packet records read so far (metadata records not counted).
+    pub fn packets_read(&self) -> u64 {
+        self.records
+    }
+
+    /// The next packet, borrowed from the input buffer until the next call.
+    #[inline]
+    pub fn next_packet(&mut self) -> Result<Option<Packet<'_>>, Error> {
+        self.next_where(|_| Ok(true))
+    }
+
+    /// The next packet for which `keep` says yes (a filter), borrowed until the next call.
+    #[inline]
+    pub fn next_matching(
+        &mut self,
+        keep: &mut dyn FnMut(&Packet<'_>) -> Result<bool, Error>,
+    ) -> Result<Option<Packet<'_>>, Error> {
+        self.next_where(keep)
+    }
+
+    /// The one loop behind both: with a constant "yes" it folds to a single record.
+    #[inline(always)]
+    pub fn next_where(
+        &mut self,
+        mut keep: impl FnMut(&Packet<'_>) -> Result<bool, Error>,
+    ) -> Result<Option<Packet<'_>>, Error> {
+        self.current = None;
+        while let Some(record) = self.format.next_record()? {
+            self.records += u64::from(record.meta.kind == PacketKind::Data);
+            if keep(&lend(self.format.input(), record))? {
+                self.current = Some(record);
+                return Ok(Some(lend(self.format.input(), record)));
+            }
+        }
+        Ok(None)
+    }
+
+    /// The packet the last `next_packet` (or `next_matching`) call returned, lent again
+    /// without reading further; `None` before the first packet and after the end or an
+    /// error. A merge peeks at time stamps this way without copying packets.
+    #[inline]
+    pub fn current_packet(&self) -> Option<Packet<'_>> {
+        Some(lend(self.format.input(), self.current?))
+    }
+}
+
+/// The packet a record describes, borrowed from the input window.
+#[inline(always)]
+fn lend(input: &Input, record: Record) -> Packet<'_> {
+    let packet = Packet::new(input.window(record.start, record.len), record.meta);
+    if record.options.1 == 0 {
+        return packet;
+    }
+    packet.with_options(Some(PacketOptions::new(
+        input.window(record.options.0, record.options.1),
+        record.order,
+    )))
+}
+
+impl<F> Deref for Reader<F> {
+    type Target = F;
+
+    fn deref(&self) -> &F {
+        &self.format
+    }
+}
+
+impl<F: RecordFormat<Input = Input>> CaptureSource for Reader<F> {
+    #[inline]
+    fn next_packet(&mut self) -> Result<Option<Packet<'_>>, Error> {
+        Reader::next_packet(self)
+    }
+
+    fn stats(&self) -> Stats {
+        Stats {
+            received: self.records,
+            captured: self.records,
+            dropped: self.format.dropped(),
+            ..Stats::default()
+        }
+    }
+}
