@@ -1,10 +1,16 @@
 //! A deterministic generator of realistic synthetic traffic: Ethernet with IPv4 and IPv6,
 //! TCP conversations (handshake with MSS/SACK/timestamp/window-scale options, request,
 //! multi-segment response with delayed ACKs, FIN exchange), DNS queries and answers over
-//! UDP (with name compression), ICMP echo and ARP. Every checksum is correct, so tshark
-//! and tcpdump decode the output without complaint.
+//! UDP (with name compression) and ICMP echo. Frames are written by
+//! [`tracekit_testdata::builder`], so every length and checksum is correct and tshark and
+//! tcpdump decode the output without complaint.
+
+use std::fmt::Write as _;
+use std::io::Write as _;
 
 use tracekit::{LinkType, Meta, Packet, Timestamp};
+use tracekit_testdata::builder::tcp_flags::{ACK, FIN, PSH, SYN};
+use tracekit_testdata::builder::{Ethernet, Icmp, Ipv4, Ipv6, PacketBuilder, Tcp, Udp};
 
 /// xorshift64*: small, fast, deterministic.
 pub struct Rng(u64);
@@ -29,25 +35,6 @@ impl Rng {
     }
 }
 
-fn checksum_fold(mut sum: u32) -> u16 {
-    while sum > 0xffff {
-        sum = (sum & 0xffff) + (sum >> 16);
-    }
-    !(sum as u16)
-}
-
-fn sum16(data: &[u8]) -> u32 {
-    let mut sum = 0u32;
-    let mut chunks = data.chunks_exact(2);
-    for c in &mut chunks {
-        sum += u32::from(u16::from_be_bytes([c[0], c[1]]));
-    }
-    if let [last] = chunks.remainder() {
-        sum += u32::from(*last) << 8;
-    }
-    sum
-}
-
 #[derive(Clone, Copy)]
 enum Ip {
     V4([u8; 4]),
@@ -60,115 +47,68 @@ struct Host {
     ip: Ip,
 }
 
-/// Builds frames into a reused buffer.
-struct Frame {
-    buf: Vec<u8>,
+/// What an IP packet carries.
+enum Transport<'a> {
+    Tcp(Tcp, &'a [u8]),
+    Udp(Udp, &'a [u8]),
+    Icmp(Icmp, &'a [u8]),
 }
 
-impl Frame {
-    fn l4(&mut self, src: Host, dst: Host, proto: u8, l4: &[u8], ip_id: u16) -> &[u8] {
-        self.buf.clear();
-        self.buf.extend_from_slice(&dst.mac);
-        self.buf.extend_from_slice(&src.mac);
-        match (src.ip, dst.ip) {
-            (Ip::V4(s), Ip::V4(d)) => {
-                self.buf.extend_from_slice(&0x0800u16.to_be_bytes());
-                let total = 20 + l4.len() as u16;
-                let mut h = [0u8; 20];
-                h[0] = 0x45;
-                h[2..4].copy_from_slice(&total.to_be_bytes());
-                h[4..6].copy_from_slice(&ip_id.to_be_bytes());
-                h[6] = 0x40; // don't fragment
-                h[8] = 64;
-                h[9] = proto;
-                h[12..16].copy_from_slice(&s);
-                h[16..20].copy_from_slice(&d);
-                let c = checksum_fold(sum16(&h));
-                h[10..12].copy_from_slice(&c.to_be_bytes());
-                self.buf.extend_from_slice(&h);
-                let start = self.buf.len();
-                self.buf.extend_from_slice(l4);
-                let pseudo = sum16(&s) + sum16(&d) + u32::from(proto) + l4.len() as u32;
-                self.finish_l4_checksum(start, proto, pseudo);
-            }
-            (Ip::V6(s), Ip::V6(d)) => {
-                self.buf.extend_from_slice(&0x86ddu16.to_be_bytes());
-                let mut h = [0u8; 40];
-                h[0] = 0x60;
-                h[4..6].copy_from_slice(&(l4.len() as u16).to_be_bytes());
-                h[6] = proto;
-                h[7] = 64;
-                h[8..24].copy_from_slice(&s);
-                h[24..40].copy_from_slice(&d);
-                self.buf.extend_from_slice(&h);
-                let start = self.buf.len();
-                self.buf.extend_from_slice(l4);
-                let pseudo = sum16(&s) + sum16(&d) + u32::from(proto) + l4.len() as u32;
-                self.finish_l4_checksum(start, proto, pseudo);
-            }
-            _ => unreachable!("hosts of one conversation share an IP version"),
+/// Writes the frame from `src` to `dst` into `buf` (reused: no allocation once it has
+/// grown to the largest frame).
+fn frame<'b>(buf: &'b mut Vec<u8>, src: Host, dst: Host, t: Transport<'_>, ip_id: u16) -> &'b [u8] {
+    let mut b = PacketBuilder::new();
+    b.ethernet(Ethernet::new(src.mac, dst.mac));
+    match (src.ip, dst.ip) {
+        (Ip::V4(s), Ip::V4(d)) => b.ipv4(Ipv4::new(s, d).id(ip_id).dont_fragment()),
+        (Ip::V6(s), Ip::V6(d)) => b.ipv6(Ipv6::new(s, d)),
+        _ => unreachable!("hosts of one conversation share an IP version"),
+    };
+    let payload = match t {
+        Transport::Tcp(h, p) => {
+            b.tcp(h);
+            p
         }
-        &self.buf
-    }
-
-    fn finish_l4_checksum(&mut self, start: usize, proto: u8, pseudo: u32) {
-        let at = match proto {
-            6 => start + 16,
-            17 => start + 6,
-            _ => return,
-        };
-        let c = checksum_fold(pseudo + sum16(&self.buf[start..]));
-        let c = if proto == 17 && c == 0 { 0xffff } else { c };
-        self.buf[at..at + 2].copy_from_slice(&c.to_be_bytes());
-    }
+        Transport::Udp(h, p) => {
+            b.udp(h);
+            p
+        }
+        Transport::Icmp(h, p) => {
+            b.icmp(h);
+            p
+        }
+    };
+    b.payload(payload).build_into(buf);
+    buf
 }
 
-const SYN: u8 = 0x02;
-const ACK: u8 = 0x10;
-const PSH: u8 = 0x08;
-const FIN: u8 = 0x01;
-
-fn tcp_segment(
-    sport: u16,
-    dport: u16,
-    seq: u32,
-    ack: u32,
-    flags: u8,
-    opts: &[u8],
-    payload: &[u8],
-) -> Vec<u8> {
-    let hl = 20 + opts.len();
-    let mut t = Vec::with_capacity(hl + payload.len());
-    t.extend_from_slice(&sport.to_be_bytes());
-    t.extend_from_slice(&dport.to_be_bytes());
-    t.extend_from_slice(&seq.to_be_bytes());
-    t.extend_from_slice(&ack.to_be_bytes());
-    t.push(((hl / 4) as u8) << 4);
-    t.push(flags);
-    t.extend_from_slice(&64240u16.to_be_bytes());
-    t.extend_from_slice(&[0, 0, 0, 0]); // checksum, urgent
-    t.extend_from_slice(opts);
-    t.extend_from_slice(payload);
-    t
+/// A TCP header as this generator's hosts send it (window 64240).
+fn segment(sport: u16, dport: u16, seq: u32, ack: u32, flags: u8) -> Tcp {
+    Tcp::new(sport, dport)
+        .seq(seq)
+        .ack(ack)
+        .flags(flags)
+        .window(64240)
 }
 
-fn ts_option(val: u32, ecr: u32) -> [u8; 12] {
-    let mut o = [1, 1, 8, 10, 0, 0, 0, 0, 0, 0, 0, 0];
-    o[4..8].copy_from_slice(&val.to_be_bytes());
-    o[8..12].copy_from_slice(&ecr.to_be_bytes());
-    o
+/// The options of a SYN: MSS 1460, SACK permitted, timestamps, NOP, window scale 7.
+fn syn_options(t: Tcp, ts: u32) -> Tcp {
+    t.mss(1460)
+        .sack_permitted()
+        .timestamps(ts, 0)
+        .nop()
+        .wscale(7)
 }
 
-fn syn_options(ts: u32) -> Vec<u8> {
-    // MSS 1460, SACK permitted, timestamps, NOP, window scale 7
-    let mut o = vec![2, 4, 0x05, 0xb4, 4, 2];
-    o.extend_from_slice(&ts_option(ts, 0)[2..]);
-    o.extend_from_slice(&[1, 3, 3, 7]);
-    o
+/// The options of every other segment: NOP, NOP, timestamps.
+fn ts_options(t: Tcp, val: u32, ecr: u32) -> Tcp {
+    t.nop().nop().timestamps(val, ecr)
 }
 
-fn dns_message(id: u16, name: &str, answer: Option<[u8; 4]>) -> Vec<u8> {
-    let mut m = Vec::new();
+/// Writes a DNS query for `name` (type A), or its answer when `answer` is given, into
+/// `m`.
+fn dns_message(m: &mut Vec<u8>, id: u16, name: &str, answer: Option<[u8; 4]>) {
+    m.clear();
     m.extend_from_slice(&id.to_be_bytes());
     m.extend_from_slice(&(if answer.is_some() { 0x8180u16 } else { 0x0100 }).to_be_bytes());
     m.extend_from_slice(&1u16.to_be_bytes());
@@ -186,7 +126,6 @@ fn dns_message(id: u16, name: &str, answer: Option<[u8; 4]>) -> Vec<u8> {
         m.extend_from_slice(&4u16.to_be_bytes());
         m.extend_from_slice(&addr);
     }
-    m
 }
 
 /// What to generate.
@@ -200,7 +139,8 @@ pub struct GenOptions {
     pub start_secs: u32,
     /// Largest response (in MSS-sized segments) of a TCP conversation.
     pub max_response_segments: u32,
-    /// Share of conversations that are DNS / ICMP / ARP (per mille each); the rest TCP.
+    /// Share of IPv4 conversations that are DNS (per mille; ICMP echo takes the next 20
+    /// per mille); the rest TCP.
     pub dns_permille: u64,
 }
 
@@ -216,43 +156,59 @@ impl Default for GenOptions {
     }
 }
 
+/// Numbers, times and writes the frames of [`generate`], up to the requested count.
+struct Sender<F> {
+    emit: F,
+    buf: Vec<u8>,
+    now_us: u64,
+    emitted: u64,
+    limit: u64,
+    ip_id: u16,
+}
+
+impl<F: FnMut(&Packet<'_>)> Sender<F> {
+    /// Sends a frame `gap_us` after the previous one (nothing once the count is reached).
+    fn send(&mut self, src: Host, dst: Host, t: Transport<'_>, gap_us: u64) {
+        if self.emitted >= self.limit {
+            return;
+        }
+        self.now_us += gap_us;
+        self.ip_id = self.ip_id.wrapping_add(1);
+        let bytes = frame(&mut self.buf, src, dst, t, self.ip_id);
+        let now = self.now_us;
+        let ts = Timestamp::from_micros((now / 1_000_000) as u32, (now % 1_000_000) as u32);
+        (self.emit)(&Packet::new(
+            bytes,
+            Meta::new(ts, bytes.len() as u32, LinkType::ETHERNET),
+        ));
+        self.emitted += 1;
+    }
+}
+
 /// Generates `options.packets` Ethernet frames and hands each to `emit` in time order.
-pub fn generate(options: GenOptions, mut emit: impl FnMut(&Packet<'_>)) {
+/// Buffers are reused: nothing is allocated per packet.
+pub fn generate(options: GenOptions, emit: impl FnMut(&Packet<'_>)) {
     let mut rng = Rng::new(options.seed);
-    let mut frame = Frame {
+    let mut out = Sender {
+        emit,
         buf: Vec::with_capacity(2048),
+        now_us: u64::from(options.start_secs) * 1_000_000,
+        emitted: 0,
+        limit: options.packets,
+        ip_id: 1,
     };
-    let mut now_us: u64 = u64::from(options.start_secs) * 1_000_000;
-    let mut emitted = 0u64;
-    let mut ip_id: u16 = 1;
     let gateway_mac = [0x00, 0x1b, 0x21, 0x3a, 0x4f, 0x10];
     let resolver = Host {
         mac: gateway_mac,
         ip: Ip::V4([192, 0, 2, 53]),
     };
-    let mut send = |src: Host,
-                    dst: Host,
-                    proto: u8,
-                    l4: &[u8],
-                    gap_us: u64,
-                    emitted: &mut u64,
-                    ip_id: &mut u16,
-                    now_us: &mut u64| {
-        if *emitted >= options.packets {
-            return;
-        }
-        *now_us += gap_us;
-        *ip_id = ip_id.wrapping_add(1);
-        let bytes = frame.l4(src, dst, proto, l4, *ip_id);
-        let ts = Timestamp::from_micros((*now_us / 1_000_000) as u32, (*now_us % 1_000_000) as u32);
-        emit(&Packet::new(
-            bytes,
-            Meta::new(ts, bytes.len() as u32, LinkType::ETHERNET),
-        ));
-        *emitted += 1;
-    };
+    let icmp_data: [u8; 56] = std::array::from_fn(|i| (i as u8).wrapping_add(0x10));
+    let mut name = String::with_capacity(64);
+    let mut dns = Vec::with_capacity(512);
+    let mut request = Vec::with_capacity(1024);
+    let mut payload = vec![0u8; 1448];
     let mut conversation = 0u32;
-    while emitted < options.packets {
+    while out.emitted < options.packets {
         conversation += 1;
         let n = conversation;
         let client_mac = [0x02, 0x42, 0xac, 0x11, (n >> 8) as u8, n as u8];
@@ -280,69 +236,30 @@ pub fn generate(options: GenOptions, mut emit: impl FnMut(&Packet<'_>)) {
         let sport = 32768 + (rng.below(28000) as u16);
         let roll = rng.below(1000);
         if roll < options.dns_permille && !v6 {
-            let name = format!("host{}.example{}.com", rng.below(1000), rng.below(50));
+            name.clear();
+            let (host, domain) = (rng.below(1000), rng.below(50));
+            write!(name, "host{host}.example{domain}.com").expect("writing to a String");
             let id = rng.below(65536) as u16;
-            let q = dns_message(id, &name, None);
-            let mut udp = Vec::new();
-            let push_udp = |udp: &mut Vec<u8>, sp: u16, dp: u16, body: &[u8]| {
-                udp.clear();
-                udp.extend_from_slice(&sp.to_be_bytes());
-                udp.extend_from_slice(&dp.to_be_bytes());
-                udp.extend_from_slice(&(8 + body.len() as u16).to_be_bytes());
-                udp.extend_from_slice(&[0, 0]);
-                udp.extend_from_slice(body);
-            };
-            push_udp(&mut udp, sport, 53, &q);
-            send(
-                client,
-                resolver,
-                17,
-                &udp,
-                200 + rng.below(5000),
-                &mut emitted,
-                &mut ip_id,
-                &mut now_us,
-            );
+            dns_message(&mut dns, id, &name, None);
+            let query = Transport::Udp(Udp::new(sport, 53), &dns);
+            out.send(client, resolver, query, 200 + rng.below(5000));
             let addr = [203, 0, 113, rng.below(250) as u8];
-            let r = dns_message(id, &name, Some(addr));
-            push_udp(&mut udp, 53, sport, &r);
-            send(
-                resolver,
-                client,
-                17,
-                &udp,
-                5000 + rng.below(20000),
-                &mut emitted,
-                &mut ip_id,
-                &mut now_us,
-            );
+            dns_message(&mut dns, id, &name, Some(addr));
+            let answer = Transport::Udp(Udp::new(53, sport), &dns);
+            out.send(resolver, client, answer, 5000 + rng.below(20000));
             continue;
         }
         if roll < options.dns_permille + 20 && !v6 {
             for seq in 1..=2u16 {
-                for reply in [false, true] {
-                    let mut icmp = vec![if reply { 0 } else { 8 }, 0, 0, 0];
-                    icmp.extend_from_slice(&(n as u16).to_be_bytes());
-                    icmp.extend_from_slice(&seq.to_be_bytes());
-                    icmp.extend((0..56u8).map(|b| b.wrapping_add(0x10)));
-                    let c = checksum_fold(sum16(&icmp));
-                    icmp[2..4].copy_from_slice(&c.to_be_bytes());
-                    let (a, b) = if reply {
-                        (server, client)
-                    } else {
-                        (client, server)
-                    };
-                    send(
-                        a,
-                        b,
-                        1,
-                        &icmp,
-                        if reply { 12_000 } else { 1_000_000 },
-                        &mut emitted,
-                        &mut ip_id,
-                        &mut now_us,
-                    );
-                }
+                let request = Icmp::echo_request(n as u16, seq);
+                out.send(
+                    client,
+                    server,
+                    Transport::Icmp(request, &icmp_data),
+                    1_000_000,
+                );
+                let reply = Icmp::echo_reply(n as u16, seq);
+                out.send(server, client, Transport::Icmp(reply, &icmp_data), 12_000);
             }
             continue;
         }
@@ -351,87 +268,43 @@ pub fn generate(options: GenOptions, mut emit: impl FnMut(&Packet<'_>)) {
         let mut cseq = rng.next_u64() as u32;
         let mut sseq = rng.next_u64() as u32;
         let rtt = 2_000 + rng.below(40_000);
-        let mut tsv = (now_us / 1000) as u32;
-        let syn = tcp_segment(sport, dport, cseq, 0, SYN, &syn_options(tsv), &[]);
-        send(
+        let mut tsv = (out.now_us / 1000) as u32;
+        let syn = syn_options(segment(sport, dport, cseq, 0, SYN), tsv);
+        out.send(
             client,
             server,
-            6,
-            &syn,
+            Transport::Tcp(syn, &[]),
             1_000 + rng.below(50_000),
-            &mut emitted,
-            &mut ip_id,
-            &mut now_us,
         );
         cseq = cseq.wrapping_add(1);
-        let synack = tcp_segment(
-            dport,
-            sport,
-            sseq,
-            cseq,
-            SYN | ACK,
-            &syn_options(tsv + 7),
-            &[],
-        );
-        send(
-            server,
-            client,
-            6,
-            &synack,
-            rtt,
-            &mut emitted,
-            &mut ip_id,
-            &mut now_us,
-        );
+        let synack = syn_options(segment(dport, sport, sseq, cseq, SYN | ACK), tsv + 7);
+        out.send(server, client, Transport::Tcp(synack, &[]), rtt);
         sseq = sseq.wrapping_add(1);
-        let opts = |v: u32, e: u32| ts_option(v, e);
-        let ack = tcp_segment(sport, dport, cseq, sseq, ACK, &opts(tsv, tsv + 7), &[]);
-        send(
-            client,
-            server,
-            6,
-            &ack,
-            30,
-            &mut emitted,
-            &mut ip_id,
-            &mut now_us,
-        );
+        let ack = ts_options(segment(sport, dport, cseq, sseq, ACK), tsv, tsv + 7);
+        out.send(client, server, Transport::Tcp(ack, &[]), 30);
         let req_len = 200 + rng.below(500) as usize;
         // Plain HTTP on port 80; opaque (encrypted-looking) bytes elsewhere.
-        let request: Vec<u8> = if dport == 80 {
-            let mut r = format!(
-                "GET /obj/{} HTTP/1.1\r\nHost: example.net\r\nX-Pad: ",
-                rng.below(100_000)
+        request.clear();
+        if dport == 80 {
+            let object = rng.below(100_000);
+            write!(
+                request,
+                "GET /obj/{object} HTTP/1.1\r\nHost: example.net\r\nX-Pad: "
             )
-            .into_bytes();
-            r.resize(req_len - 4, b'x');
-            r.extend_from_slice(b"\r\n\r\n");
-            r
+            .expect("writing to a Vec");
+            request.resize(req_len - 4, b'x');
+            request.extend_from_slice(b"\r\n\r\n");
         } else {
-            (0..req_len).map(|_| rng.next_u64() as u8).collect()
-        };
-        let req = tcp_segment(
-            sport,
-            dport,
-            cseq,
-            sseq,
-            PSH | ACK,
-            &opts(tsv + 1, tsv + 7),
-            &request,
+            request.extend((0..req_len).map(|_| rng.next_u64() as u8));
+        }
+        let req = ts_options(
+            segment(sport, dport, cseq, sseq, PSH | ACK),
+            tsv + 1,
+            tsv + 7,
         );
-        send(
-            client,
-            server,
-            6,
-            &req,
-            100,
-            &mut emitted,
-            &mut ip_id,
-            &mut now_us,
-        );
+        out.send(client, server, Transport::Tcp(req, &request), 100);
         cseq = cseq.wrapping_add(req_len as u32);
         let segments = 1 + rng.below(u64::from(options.max_response_segments)) as u32;
-        let mut payload = vec![0u8; 1448];
         for i in 0..segments {
             tsv += 1;
             let len = if i + 1 == segments {
@@ -448,90 +321,30 @@ pub fn generate(options: GenOptions, mut emit: impl FnMut(&Packet<'_>)) {
                 payload[..n].copy_from_slice(&head[..n]);
             }
             let flags = if i + 1 == segments { PSH | ACK } else { ACK };
-            let seg = tcp_segment(
-                dport,
-                sport,
-                sseq,
-                cseq,
-                flags,
-                &opts(tsv + 7, tsv),
-                &payload[..len],
-            );
-            send(
-                server,
-                client,
-                6,
-                &seg,
-                if i == 0 { rtt } else { 120 },
-                &mut emitted,
-                &mut ip_id,
-                &mut now_us,
-            );
+            let seg = ts_options(segment(dport, sport, sseq, cseq, flags), tsv + 7, tsv);
+            let gap = if i == 0 { rtt } else { 120 };
+            out.send(server, client, Transport::Tcp(seg, &payload[..len]), gap);
             sseq = sseq.wrapping_add(len as u32);
             if i % 2 == 1 || i + 1 == segments {
-                let a = tcp_segment(sport, dport, cseq, sseq, ACK, &opts(tsv, tsv + 7), &[]);
-                send(
-                    client,
-                    server,
-                    6,
-                    &a,
-                    40,
-                    &mut emitted,
-                    &mut ip_id,
-                    &mut now_us,
-                );
+                let a = ts_options(segment(sport, dport, cseq, sseq, ACK), tsv, tsv + 7);
+                out.send(client, server, Transport::Tcp(a, &[]), 40);
             }
         }
-        let fin = tcp_segment(
-            sport,
-            dport,
-            cseq,
-            sseq,
-            FIN | ACK,
-            &opts(tsv + 2, tsv + 7),
-            &[],
+        let fin = ts_options(
+            segment(sport, dport, cseq, sseq, FIN | ACK),
+            tsv + 2,
+            tsv + 7,
         );
-        send(
-            client,
-            server,
-            6,
-            &fin,
-            5_000,
-            &mut emitted,
-            &mut ip_id,
-            &mut now_us,
-        );
+        out.send(client, server, Transport::Tcp(fin, &[]), 5_000);
         cseq = cseq.wrapping_add(1);
-        let finack = tcp_segment(
-            dport,
-            sport,
-            sseq,
-            cseq,
-            FIN | ACK,
-            &opts(tsv + 9, tsv + 2),
-            &[],
+        let finack = ts_options(
+            segment(dport, sport, sseq, cseq, FIN | ACK),
+            tsv + 9,
+            tsv + 2,
         );
-        send(
-            server,
-            client,
-            6,
-            &finack,
-            rtt,
-            &mut emitted,
-            &mut ip_id,
-            &mut now_us,
-        );
+        out.send(server, client, Transport::Tcp(finack, &[]), rtt);
         sseq = sseq.wrapping_add(1);
-        let last = tcp_segment(sport, dport, cseq, sseq, ACK, &opts(tsv + 3, tsv + 9), &[]);
-        send(
-            client,
-            server,
-            6,
-            &last,
-            30,
-            &mut emitted,
-            &mut ip_id,
-            &mut now_us,
-        );
+        let last = ts_options(segment(sport, dport, cseq, sseq, ACK), tsv + 3, tsv + 9);
+        out.send(client, server, Transport::Tcp(last, &[]), 30);
     }
 }

@@ -2,37 +2,12 @@
 //! T2–T5 allocate exactly as often over 3,000 packets as over 1,000 (only set-up
 //! allocations: buffers, the Ports table).
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicU64, Ordering};
+mod counting;
 
+use counting::allocations;
 use tracekit::CreateOptions;
 use tracekit_bench::tasks::{t2_tcp, t3_tcpopts, t4_dns, t5_ports};
 use tracekit_bench::traffic::{GenOptions, generate};
-
-struct Counting;
-
-static ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
-
-// SAFETY: forwards to the system allocator unchanged; only counts calls.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        // SAFETY: same layout contract as our caller's.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: `ptr` came from `System.alloc` with this layout.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        // SAFETY: as for `dealloc` and `alloc`.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
-
-#[global_allocator]
-static GLOBAL: Counting = Counting;
 
 fn trace(dir: &std::path::Path, packets: u64) -> String {
     let path = dir.join(format!("{packets}.pcap"));
@@ -47,12 +22,6 @@ fn trace(dir: &std::path::Path, packets: u64) -> String {
     );
     sink.finish().unwrap();
     uri
-}
-
-fn allocations(f: impl FnOnce()) -> u64 {
-    let before = ALLOCATIONS.load(Ordering::Relaxed);
-    f();
-    ALLOCATIONS.load(Ordering::Relaxed) - before
 }
 
 #[test]

@@ -12,24 +12,24 @@
 use std::time::{Duration, Instant};
 
 use tracekit_afpacket::Injector;
+use tracekit_testdata::builder::{Ethernet, Ipv4, PacketBuilder, Udp};
 
+/// The frame of flow `flow`: `size` bytes (at least 60) of UDP from 10.1.x.y to
+/// 10.2.0.1 port 9 (discard), zero payload. Made once per flow, before sending starts.
 fn frame(flow: u32, size: usize) -> Vec<u8> {
-    let size = size.max(60);
-    let mut f = vec![0u8; size];
-    f[0..6].copy_from_slice(&[0x02, 0, 0, 0, 0, 0x02]);
-    f[6..12].copy_from_slice(&[0x02, 0, 0, 0, 0, 0x01]);
-    f[12..14].copy_from_slice(&[0x08, 0x00]);
-    let ip_len = (size - 14) as u16;
-    f[14] = 0x45;
-    f[16..18].copy_from_slice(&ip_len.to_be_bytes());
-    f[22] = 64;
-    f[23] = 17;
-    f[26..30].copy_from_slice(&[10, 1, (flow >> 8) as u8, flow as u8]);
-    f[30..34].copy_from_slice(&[10, 2, 0, 1]);
-    f[34..36].copy_from_slice(&(10_000 + (flow % 50_000) as u16).to_be_bytes());
-    f[36..38].copy_from_slice(&9u16.to_be_bytes());
-    f[38..40].copy_from_slice(&(ip_len - 20).to_be_bytes());
-    f
+    let zeros = vec![0u8; size.max(60) - (14 + 20 + 8)];
+    PacketBuilder::new()
+        .ethernet(Ethernet::new(
+            [0x02, 0, 0, 0, 0, 0x01],
+            [0x02, 0, 0, 0, 0, 0x02],
+        ))
+        .ipv4(Ipv4::new(
+            [10, 1, (flow >> 8) as u8, flow as u8],
+            [10, 2, 0, 1],
+        ))
+        .udp(Udp::new(10_000 + (flow % 50_000) as u16, 9))
+        .payload(&zeros)
+        .build()
 }
 
 fn main() {

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use tracekit::CaptureSource;
 use tracekit_afpacket::{Injector, enter_netns};
+use tracekit_testdata::builder::{Ethernet, Ipv4, PacketBuilder, Udp};
 use tracekit_testdata::netns::{VethPair, is_root};
 
 fn tracekit() -> Command {
@@ -60,21 +61,14 @@ impl Pair {
 
 /// UDP/IPv4 frame number `i` (flow `i % 64`, payload starting with `i`).
 fn frame(i: u32) -> Vec<u8> {
-    let mut f = vec![0u8; 14 + 20 + 8 + 64];
-    f[0..6].copy_from_slice(&[2, 0, 0, 0, 0, 2]);
-    f[6..12].copy_from_slice(&[2, 0, 0, 0, 0, 1]);
-    f[12..14].copy_from_slice(&[0x08, 0x00]);
-    f[14] = 0x45;
-    f[16..18].copy_from_slice(&92u16.to_be_bytes());
-    f[22] = 64;
-    f[23] = 17;
-    f[26..30].copy_from_slice(&[10, 0, 0, 1]);
-    f[30..34].copy_from_slice(&[10, 0, 1, (i % 64) as u8]);
-    f[34..36].copy_from_slice(&(20_000 + (i % 64) as u16).to_be_bytes());
-    f[36..38].copy_from_slice(&53u16.to_be_bytes());
-    f[38..40].copy_from_slice(&72u16.to_be_bytes());
-    f[42..46].copy_from_slice(&i.to_be_bytes());
-    f
+    let mut payload = [0u8; 64];
+    payload[..4].copy_from_slice(&i.to_be_bytes());
+    PacketBuilder::new()
+        .ethernet(Ethernet::new([2, 0, 0, 0, 0, 1], [2, 0, 0, 0, 0, 2]))
+        .ipv4(Ipv4::new([10, 0, 0, 1], [10, 0, 1, (i % 64) as u8]))
+        .udp(Udp::new(20_000 + (i % 64) as u16, 53))
+        .payload(&payload)
+        .build()
 }
 
 /// The frame numbers in a trace, in file order.

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
 use tracekit::{CaptureSource, CreateOptions, LinkType, Meta, Packet, Timestamp};
+use tracekit_testdata::builder::{Ethernet, Ipv4, PacketBuilder, Tcp, Udp};
 use tracekit_testdata::{corpus, have, tshark_frames};
 
 fn tracekit() -> Command {
@@ -531,53 +532,42 @@ fn stats_protocol_breakdown_matches_tcpdump() {
 /// length) and returns the expected per-port table, built from the same list.
 fn write_port_trace(path: &Path, flows: &[(u8, u16, u16, usize)]) {
     let mut sink = tracekit::create(path.to_str().unwrap(), &CreateOptions::default()).unwrap();
+    let mut write = |f: &[u8], wire: usize, ts: Timestamp| {
+        let meta = Meta::new(ts, wire as u32, LinkType::ETHERNET);
+        sink.write_packet(&Packet::new(f, meta)).unwrap();
+    };
+    let eth = Ethernet::new([2, 0, 0, 0, 0, 1], [2, 0, 0, 0, 0, 2]);
+    let ip = Ipv4::new([10, 0, 0, 1], [10, 0, 0, 2]);
+    let zeros = [0u8; 1500];
     for (i, &(proto, sport, dport, payload)) in flows.iter().enumerate() {
-        let l4 = if proto == 6 { 20 } else { 8 };
-        let ip_len = 20 + l4 + payload;
-        let mut f = vec![0u8; 14 + ip_len];
-        f[12..14].copy_from_slice(&[0x08, 0x00]);
-        f[14] = 0x45;
-        f[16..18].copy_from_slice(&(ip_len as u16).to_be_bytes());
-        f[22] = 64;
-        f[23] = proto;
-        f[26..30].copy_from_slice(&[10, 0, 0, 1]);
-        f[30..34].copy_from_slice(&[10, 0, 0, 2]);
-        f[34..36].copy_from_slice(&sport.to_be_bytes());
-        f[36..38].copy_from_slice(&dport.to_be_bytes());
+        let mut b = PacketBuilder::new();
+        b.ethernet(eth).ipv4(ip);
         if proto == 6 {
-            f[46] = 0x50;
+            b.tcp(Tcp::new(sport, dport));
         } else {
-            f[38..40].copy_from_slice(&((8 + payload) as u16).to_be_bytes());
+            b.udp(Udp::new(sport, dport));
         }
-        let ts = Timestamp::from_micros(1_700_000_000, i as u32);
-        let meta = Meta::new(ts, f.len() as u32, LinkType::ETHERNET);
-        sink.write_packet(&Packet::new(&f, meta)).unwrap();
+        let f = b.payload(&zeros[..payload]).build();
+        write(&f, f.len(), Timestamp::from_micros(1_700_000_000, i as u32));
     }
     // A later fragment (offset 1480) of a UDP datagram: no ports, counted apart.
-    let mut frag = vec![0u8; 14 + 20 + 100];
-    frag[12..14].copy_from_slice(&[0x08, 0x00]);
-    frag[14] = 0x45;
-    frag[16..18].copy_from_slice(&120u16.to_be_bytes());
-    frag[20..22].copy_from_slice(&185u16.to_be_bytes());
-    frag[23] = 17;
-    let meta = Meta::new(
-        Timestamp::from_micros(1_700_000_001, 0),
-        134,
-        LinkType::ETHERNET,
-    );
-    sink.write_packet(&Packet::new(&frag, meta)).unwrap();
+    let frag = PacketBuilder::new()
+        .ethernet(eth)
+        .ipv4(ip.fragment(1480, false).protocol(17))
+        .payload(&zeros[..100])
+        .build();
+    write(&frag, 134, Timestamp::from_micros(1_700_000_001, 0));
     // A TCP packet cut inside its header by a 40-byte snap length.
-    let mut cut = vec![0u8; 40];
-    cut[12..14].copy_from_slice(&[0x08, 0x00]);
-    cut[14] = 0x45;
-    cut[16..18].copy_from_slice(&40u16.to_be_bytes());
-    cut[23] = 6;
-    let meta = Meta::new(
+    let cut = PacketBuilder::new()
+        .ethernet(eth)
+        .ipv4(ip)
+        .tcp(Tcp::new(40000, 80))
+        .build();
+    write(
+        &cut[..40],
+        cut.len(),
         Timestamp::from_micros(1_700_000_001, 1),
-        54,
-        LinkType::ETHERNET,
     );
-    sink.write_packet(&Packet::new(&cut, meta)).unwrap();
     sink.finish().unwrap();
 }
 

@@ -21,20 +21,14 @@
 //! ```
 //! use tracekit_core::{LinkType, Meta, Packet, Timestamp};
 //! use tracekit_decode::Decoded;
+//! use tracekit_testdata::builder::{Ethernet, Ipv4, PacketBuilder, Tcp, tcp_flags};
 //!
 //! // Ethernet + IPv4 + TCP SYN 10.0.0.1:40000 -> 10.0.0.2:80 with an MSS option.
-//! let mut f = vec![0u8; 14 + 20 + 24];
-//! f[12] = 0x08;
-//! f[14] = 0x45;
-//! f[16..18].copy_from_slice(&44u16.to_be_bytes());
-//! f[23] = 6;
-//! f[26..30].copy_from_slice(&[10, 0, 0, 1]);
-//! f[30..34].copy_from_slice(&[10, 0, 0, 2]);
-//! f[34..36].copy_from_slice(&40000u16.to_be_bytes());
-//! f[36..38].copy_from_slice(&80u16.to_be_bytes());
-//! f[46] = 6 << 4;
-//! f[47] = 0x02;
-//! f[54..58].copy_from_slice(&[2, 4, 0x05, 0xb4]);
+//! let f = PacketBuilder::new()
+//!     .ethernet(Ethernet::new([2, 0, 0, 0, 0, 1], [2, 0, 0, 0, 0, 2]))
+//!     .ipv4(Ipv4::new([10, 0, 0, 1], [10, 0, 0, 2]))
+//!     .tcp(Tcp::new(40000, 80).flags(tcp_flags::SYN).mss(1460))
+//!     .build();
 //! let p = Packet::new(&f, Meta::new(Timestamp::ZERO, f.len() as u32, LinkType::ETHERNET));
 //!
 //! let d = Decoded::new(&p);

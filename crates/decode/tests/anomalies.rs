@@ -1,13 +1,51 @@
 //! One hand-built packet per anomaly: each must be reported, with nothing read past the
 //! captured bytes, and the accessors behind the damage must say `None`.
 
-mod build;
-
 use std::collections::BTreeSet;
 
-use build::*;
 use tracekit_core::LinkType;
 use tracekit_decode::{Anomaly, Decoded, Transport};
+use tracekit_testdata::builder::tcp_flags::{ACK, SYN};
+use tracekit_testdata::builder::{
+    Ethernet, Icmp, Icmpv6, Ipv4, Ipv6, Ipv6Ext, PacketBuilder, Tcp, Udp,
+};
+
+const V4_SRC: [u8; 4] = [10, 0, 0, 1];
+const V4_DST: [u8; 4] = [10, 0, 0, 2];
+const V6_SRC: [u8; 16] = [0x20, 0x01, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1];
+const V6_DST: [u8; 16] = [0x20, 0x01, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2];
+/// A PadN option filling the rest of an 8-byte extension header.
+const PADN: [u8; 6] = [1, 4, 0, 0, 0, 0];
+
+fn eth_header() -> Ethernet {
+    Ethernet::new([2, 0, 0, 0, 0, 1], [2, 0, 0, 0, 0, 2])
+}
+
+fn v4<'a>() -> Ipv4<'a> {
+    Ipv4::new(V4_SRC, V4_DST)
+}
+
+fn v6() -> Ipv6 {
+    Ipv6::new(V6_SRC, V6_DST)
+}
+
+/// Ethernet and `ip`, for the layers after them.
+fn eth_ipv4(ip: Ipv4<'_>) -> PacketBuilder<'_> {
+    let mut b = PacketBuilder::new();
+    b.ethernet(eth_header()).ipv4(ip);
+    b
+}
+
+/// Ethernet and `ip`, for the layers after them.
+fn eth_ipv6<'a>(ip: Ipv6) -> PacketBuilder<'a> {
+    let mut b = PacketBuilder::new();
+    b.ethernet(eth_header()).ipv6(ip);
+    b
+}
+
+fn syn() -> Tcp {
+    Tcp::new(1, 2).flags(SYN)
+}
 
 fn eth(data: &[u8]) -> Decoded<'_> {
     Decoded::from_bytes(data, LinkType::ETHERNET, data.len() as u32)
@@ -18,11 +56,12 @@ fn snapped(data: &[u8], wire: usize) -> Decoded<'_> {
     Decoded::from_bytes(data, LinkType::ETHERNET, wire as u32)
 }
 
+/// An Ethernet header saying `t`, then `rest` as it is.
 fn ethertype(t: u16, rest: &[u8]) -> Vec<u8> {
-    let mut p = ETH_IPV4[..12].to_vec();
-    p.extend_from_slice(&t.to_be_bytes());
-    p.extend_from_slice(rest);
-    p
+    PacketBuilder::new()
+        .ethernet(eth_header().ethertype(t))
+        .payload(rest)
+        .build()
 }
 
 /// Checks that `d` reports `want` and returns every anomaly it reports.
@@ -36,7 +75,8 @@ fn expect(d: &Decoded<'_>, want: Anomaly) -> Vec<Anomaly> {
 fn cases() -> Vec<(Anomaly, Vec<u8>, Option<usize>, LinkType)> {
     let e = LinkType::ETHERNET;
     let mut v = Vec::new();
-    v.push((Anomaly::LinkTruncated, ETH_IPV4[..10].to_vec(), None, e));
+    let full = eth_ipv4(v4()).tcp(syn()).payload(b"hello").build();
+    v.push((Anomaly::LinkTruncated, full[..10].to_vec(), None, e));
     v.push((
         Anomaly::MetaTruncated,
         vec![0, 0, 8, 0],
@@ -69,138 +109,155 @@ fn cases() -> Vec<(Anomaly, Vec<u8>, Option<usize>, LinkType)> {
         None,
         e,
     ));
-    let full = eth_ipv4(6, &tcp(1, 2, 0x02, &[]), b"hello");
     v.push((
         Anomaly::Ipv4Truncated,
         full[..14 + 10].to_vec(),
         Some(full.len()),
         e,
     ));
-    let mut bad = full.clone();
-    bad[14] = 0x65;
+    let bad = eth_ipv4(v4().version(6))
+        .tcp(syn())
+        .payload(b"hello")
+        .build();
     v.push((Anomaly::Ipv4BadVersion, bad, None, e));
-    let mut bad = full.clone();
-    bad[14] = 0x44;
+    let bad = eth_ipv4(v4().ihl(4)).tcp(syn()).payload(b"hello").build();
     v.push((Anomaly::Ipv4BadIhl, bad, None, e));
-    let mut opt = ETH_IPV4.to_vec();
-    opt.extend(ipv4(6, 20, &[1, 1, 1, 0]));
-    opt.extend(tcp(1, 2, 0, &[]));
+    let opt = eth_ipv4(v4().options(&[1, 1, 1, 0]))
+        .tcp(Tcp::new(1, 2))
+        .build();
     v.push((
         Anomaly::Ipv4OptionsTruncated,
         opt[..14 + 22].to_vec(),
         Some(opt.len()),
         e,
     ));
-    let mut bad = full.clone();
-    bad[16..18].copy_from_slice(&10u16.to_be_bytes());
+    let bad = eth_ipv4(v4().total_len(10))
+        .tcp(syn())
+        .payload(b"hello")
+        .build();
     v.push((Anomaly::Ipv4BadTotalLength, bad, None, e));
-    let mut bad = full.clone();
-    bad[16..18].copy_from_slice(&1000u16.to_be_bytes());
+    let bad = eth_ipv4(v4().total_len(1000))
+        .tcp(syn())
+        .payload(b"hello")
+        .build();
     v.push((Anomaly::Ipv4LengthBeyondFrame, bad, None, e));
-    let mut bad = ETH_IPV4.to_vec();
-    bad.extend(ipv4(6, 20, &[0x44, 10, 0, 0]));
-    bad.extend(tcp(1, 2, 0, &[]));
+    // A timestamp option claiming 10 bytes where 4 are left.
+    let bad = eth_ipv4(v4().options(&[0x44, 10, 0, 0]))
+        .tcp(Tcp::new(1, 2))
+        .build();
     v.push((Anomaly::Ipv4OptionOverrun, bad, None, e));
-    let full6 = eth_ipv6(17, &udp(1, 2, 0), &[]);
+    let full6 = eth_ipv6(v6()).udp(Udp::new(1, 2)).build();
     v.push((
         Anomaly::Ipv6Truncated,
         full6[..14 + 30].to_vec(),
         Some(full6.len()),
         e,
     ));
-    let mut bad = full6.clone();
-    bad[14] = 0x40;
+    let bad = eth_ipv6(v6().version(4)).udp(Udp::new(1, 2)).build();
     v.push((Anomaly::Ipv6BadVersion, bad, None, e));
-    let mut bad = full6.clone();
-    bad[18..20].copy_from_slice(&1000u16.to_be_bytes());
+    let bad = eth_ipv6(v6().payload_len(1000)).udp(Udp::new(1, 2)).build();
     v.push((Anomaly::Ipv6BadPayloadLength, bad, None, e));
-    let hbh = [17u8, 0, 1, 4, 0, 0, 0, 0];
-    let with_hbh = eth_ipv6(0, &[&hbh[..], &udp(1, 2, 0)].concat(), &[]);
+    let with_hbh = eth_ipv6(v6())
+        .ipv6_ext(Ipv6Ext::hop_by_hop(&PADN))
+        .udp(Udp::new(1, 2))
+        .build();
     v.push((
         Anomaly::Ipv6ExtTruncated,
         with_hbh[..14 + 44].to_vec(),
         Some(with_hbh.len()),
         e,
     ));
-    let mut bad = with_hbh.clone();
-    bad[18..20].copy_from_slice(&4u16.to_be_bytes());
+    let mut bad = eth_ipv6(v6().payload_len(4))
+        .ipv6_ext(Ipv6Ext::hop_by_hop(&PADN))
+        .udp(Udp::new(1, 2))
+        .build();
     bad.truncate(14 + 44);
     v.push((Anomaly::Ipv6ExtOverrun, bad, None, e));
-    let mut chain = Vec::new();
-    for _ in 0..17 {
-        chain.extend_from_slice(&[60, 0, 1, 4, 0, 0, 0, 0]);
-    }
-    v.push((Anomaly::Ipv6TooManyExt, eth_ipv6(60, &chain, &[]), None, e));
-    let dst_then_hbh = [&[0u8, 0, 1, 4, 0, 0, 0, 0][..], &hbh[..], &udp(1, 2, 0)].concat();
+    // 17 destination-options headers, each announcing another: more than the builder
+    // holds as layers, so written as bytes.
+    let chain = [60u8, 0, 1, 4, 0, 0, 0, 0].repeat(17);
     v.push((
-        Anomaly::Ipv6HopByHopNotFirst,
-        eth_ipv6(60, &dst_then_hbh, &[]),
+        Anomaly::Ipv6TooManyExt,
+        eth_ipv6(v6().next_header(60)).payload(&chain).build(),
         None,
         e,
     ));
-    let atomic = [&[17u8, 0, 0, 0, 0, 0, 0, 7][..], &udp(1, 2, 0)].concat();
-    v.push((
-        Anomaly::FragmentUseless,
-        eth_ipv6(44, &atomic, &[]),
-        None,
-        e,
-    ));
-    let t = tcp(1, 2, 0x02, &[]);
-    let mut cut = eth_ipv4(6, &t, &[]);
+    let dst_then_hbh = eth_ipv6(v6())
+        .ipv6_ext(Ipv6Ext::destination(&PADN))
+        .ipv6_ext(Ipv6Ext::hop_by_hop(&PADN))
+        .udp(Udp::new(1, 2))
+        .build();
+    v.push((Anomaly::Ipv6HopByHopNotFirst, dst_then_hbh, None, e));
+    let atomic = eth_ipv6(v6())
+        .ipv6_ext(Ipv6Ext::fragment(0, false, 7))
+        .udp(Udp::new(1, 2))
+        .build();
+    v.push((Anomaly::FragmentUseless, atomic, None, e));
+    let mut cut = eth_ipv4(v4()).tcp(syn()).build();
     let wire = cut.len();
     cut.truncate(14 + 20 + 10);
     v.push((Anomaly::TcpTruncated, cut, Some(wire), e));
-    let mut bad = full.clone();
-    bad[14 + 20 + 12] = 4 << 4;
+    let bad = eth_ipv4(v4())
+        .tcp(syn().data_offset(4))
+        .payload(b"hello")
+        .build();
     v.push((Anomaly::TcpDataOffsetTooSmall, bad, None, e));
-    let with_opts = eth_ipv4(6, &tcp(1, 2, 0x02, &[2, 4, 5, 0xb4]), &[]);
+    let with_opts = eth_ipv4(v4()).tcp(syn().mss(1460)).build();
     v.push((
         Anomaly::TcpOptionsTruncated,
         with_opts[..14 + 20 + 22].to_vec(),
         Some(with_opts.len()),
         e,
     ));
-    let mut bad = full.clone();
-    bad[14 + 20 + 12] = 15 << 4;
+    let bad = eth_ipv4(v4())
+        .tcp(syn().data_offset(15))
+        .payload(b"hello")
+        .build();
     v.push((Anomaly::TcpDataOffsetBeyondSegment, bad, None, e));
     v.push((
         Anomaly::TcpOptionOverrun,
-        eth_ipv4(6, &tcp(1, 2, 0x02, &[2, 10, 0, 0]), &[]),
+        eth_ipv4(v4())
+            .tcp(syn().option_bytes(&[2, 10, 0, 0]))
+            .build(),
         None,
         e,
     ));
-    let u = eth_ipv4(17, &udp(1, 2, 4), b"abcd");
+    let u = eth_ipv4(v4()).udp(Udp::new(1, 2)).payload(b"abcd").build();
     v.push((
         Anomaly::UdpTruncated,
         u[..14 + 20 + 5].to_vec(),
         Some(u.len()),
         e,
     ));
-    let mut bad = u.clone();
-    bad[14 + 20 + 4..14 + 20 + 6].copy_from_slice(&4u16.to_be_bytes());
+    let bad = eth_ipv4(v4())
+        .udp(Udp::new(1, 2).length(4))
+        .payload(b"abcd")
+        .build();
     v.push((Anomaly::UdpBadLength, bad, None, e));
-    let icmp = eth_ipv4(1, &[8, 0, 0, 0, 0, 1, 0, 1], &[]);
+    let icmp = eth_ipv4(v4()).icmp(Icmp::echo_request(1, 1)).build();
     v.push((
         Anomaly::IcmpTruncated,
         icmp[..14 + 20 + 4].to_vec(),
         Some(icmp.len()),
         e,
     ));
-    let icmp6 = eth_ipv6(58, &[128, 0, 0, 0, 0, 1, 0, 1], &[]);
+    let icmp6 = eth_ipv6(v6()).icmpv6(Icmpv6::echo_request(1, 1)).build();
     v.push((
         Anomaly::Icmpv6Truncated,
         icmp6[..14 + 40 + 2].to_vec(),
         Some(icmp6.len()),
         e,
     ));
-    let sctp = eth_ipv4(132, &[0u8; 12], &[]);
+    let sctp = eth_ipv4(v4().protocol(132)).payload(&[0; 12]).build();
     v.push((
         Anomaly::SctpTruncated,
         sctp[..14 + 20 + 8].to_vec(),
         Some(sctp.len()),
         e,
     ));
-    let gre = eth_ipv4(47, &[0x20, 0, 0x08, 0, 0, 0, 0, 1], &[]);
+    let gre = eth_ipv4(v4().protocol(47))
+        .payload(&[0x20, 0, 0x08, 0, 0, 0, 0, 1])
+        .build();
     v.push((
         Anomaly::GreTruncated,
         gre[..14 + 20 + 6].to_vec(),
@@ -209,35 +266,37 @@ fn cases() -> Vec<(Anomaly, Vec<u8>, Option<usize>, LinkType)> {
     ));
     v.push((
         Anomaly::GreBadVersion,
-        eth_ipv4(47, &[0, 3, 0x08, 0], &[]),
+        eth_ipv4(v4().protocol(47))
+            .payload(&[0, 3, 0x08, 0])
+            .build(),
         None,
         e,
     ));
     v.push((
         Anomaly::TunnelTruncated,
-        eth_ipv4(17, &udp(1000, 4789, 4), &[8, 0, 0, 0]),
+        eth_ipv4(v4())
+            .udp(Udp::new(1000, 4789))
+            .payload(&[8, 0, 0, 0])
+            .build(),
         None,
         e,
     ));
     v.push((
         Anomaly::TunnelMalformed,
-        eth_ipv4(17, &udp(1000, 4789, 8), &[0; 8]),
+        eth_ipv4(v4())
+            .udp(Udp::new(1000, 4789))
+            .payload(&[0; 8])
+            .build(),
         None,
         e,
     ));
-    let mut nested = Vec::new();
+    // Ten IPv4 headers, each saying IP-in-IP and covering what follows it.
+    let mut deep = PacketBuilder::new();
+    deep.ethernet(eth_header());
     for _ in 0..10 {
-        nested.extend(ipv4(4, 0, &[]));
+        deep.ipv4(v4().protocol(4));
     }
-    let mut deep = ETH_IPV4.to_vec();
-    deep.extend(&nested);
-    // fix the total lengths so that each header covers what follows it
-    for i in 0..10 {
-        let off = 14 + i * 20;
-        let len = (nested.len() - i * 20) as u16;
-        deep[off + 2..off + 4].copy_from_slice(&len.to_be_bytes());
-    }
-    v.push((Anomaly::TunnelTooDeep, deep, None, e));
+    v.push((Anomaly::TunnelTooDeep, deep.build(), None, e));
     v
 }
 
@@ -262,13 +321,18 @@ fn every_anomaly_has_a_packet_that_raises_it() {
 #[test]
 fn a_clean_packet_has_no_anomalies() {
     for data in [
-        eth_ipv4(
-            6,
-            &tcp(1, 2, 0x12, &[2, 4, 5, 0xb4, 1, 3, 3, 7]),
-            b"payload",
-        ),
-        eth_ipv6(17, &udp(53, 4000, 5), b"hello"),
-        eth_ipv4(1, &[8, 0, 0, 0, 0, 1, 0, 1], b"ping"),
+        eth_ipv4(v4())
+            .tcp(Tcp::new(1, 2).flags(SYN | ACK).mss(1460).nop().wscale(7))
+            .payload(b"payload")
+            .build(),
+        eth_ipv6(v6())
+            .udp(Udp::new(53, 4000))
+            .payload(b"hello")
+            .build(),
+        eth_ipv4(v4())
+            .icmp(Icmp::echo_request(1, 1))
+            .payload(b"ping")
+            .build(),
     ] {
         assert!(eth(&data).anomalies().is_empty());
     }
@@ -276,7 +340,7 @@ fn a_clean_packet_has_no_anomalies() {
 
 #[test]
 fn accessors_behind_the_damage_are_none() {
-    let full = eth_ipv4(6, &tcp(1, 2, 0x02, &[]), b"hello");
+    let full = eth_ipv4(v4()).tcp(syn()).payload(b"hello").build();
     let d = snapped(&full[..14 + 10], full.len());
     assert!(
         d.ipv4().is_none() && d.tcp().is_none() && d.src_port().is_none() && d.payload().is_none()
@@ -289,8 +353,10 @@ fn accessors_behind_the_damage_are_none() {
         Some(Transport::Truncated { protocol: 6, .. })
     ));
     assert!(d.src_port().is_none());
-    let mut bad = full.clone();
-    bad[14 + 20 + 12] = 4 << 4;
+    let bad = eth_ipv4(v4())
+        .tcp(syn().data_offset(4))
+        .payload(b"hello")
+        .build();
     let d = eth(&bad);
     assert!(d.tcp().is_some(), "the fixed header is there");
     assert!(d.payload().is_none(), "but its length is nonsense");
@@ -298,13 +364,15 @@ fn accessors_behind_the_damage_are_none() {
 
 #[test]
 fn snapped_payload_is_what_was_captured_and_padding_is_not_payload() {
-    let full = eth_ipv4(17, &udp(1, 2, 10), b"0123456789");
+    let mut b = eth_ipv4(v4());
+    b.udp(Udp::new(1, 2)).payload(b"0123456789");
+    let full = b.build();
     let d = snapped(&full[..full.len() - 4], full.len());
     assert_eq!(d.payload(), Some(&b"012345"[..]));
     assert_eq!(d.payload_wire_len(), Some(10));
     assert!(d.anomalies().is_empty());
-    let mut padded = full.clone();
-    padded.extend_from_slice(&[0xEE; 6]);
+    let padded = b.trailer(&[0xEE; 6]).build();
+    assert_eq!(padded.len(), full.len() + 6);
     let d = eth(&padded);
     assert_eq!(d.payload(), Some(&b"0123456789"[..]));
 }

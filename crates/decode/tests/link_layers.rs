@@ -3,19 +3,38 @@
 //! HDLC, LLC/SNAP, MPLS pseudowires, PPPoE, GRE with key and sequence, Ethernet over GRE,
 //! Geneve, GTP-U, VXLAN on another port, IPv6-in-IPv6 and the depth limit.
 
-mod build;
-
 use std::net::IpAddr;
 
-use build::*;
 use tracekit_core::LinkType;
 use tracekit_decode::{Decoded, Framing, LinkKind, Transport, Tunnel, TunnelPorts, ethertype};
+use tracekit_testdata::builder::tcp_flags::SYN;
+use tracekit_testdata::builder::{Ethernet, Ipv4, Ipv6, Mpls, PacketBuilder, Tcp, Udp, Vlan};
 
+const V4_SRC: [u8; 4] = [10, 0, 0, 1];
+const V4_DST: [u8; 4] = [10, 0, 0, 2];
+
+fn eth_header() -> Ethernet {
+    Ethernet::new([2, 0, 0, 0, 0, 1], [2, 0, 0, 0, 0, 2])
+}
+
+fn v4<'a>() -> Ipv4<'a> {
+    Ipv4::new(V4_SRC, V4_DST)
+}
+
+/// Pushes the packet every test looks for: IPv4 10.0.0.1 -> 10.0.0.2, UDP 1234 -> 53,
+/// payload "data".
+fn push_ipv4_udp<'a, 'b>(b: &'b mut PacketBuilder<'a>) -> &'b mut PacketBuilder<'a> {
+    b.ipv4(v4()).udp(Udp::new(1234, 53)).payload(b"data")
+}
+
+/// That packet alone.
 fn ipv4_udp() -> Vec<u8> {
-    let mut p = ipv4(17, 8 + 4, &[]);
-    p.extend(udp(1234, 53, 4));
-    p.extend_from_slice(b"data");
-    p
+    push_ipv4_udp(&mut PacketBuilder::new()).build()
+}
+
+/// That packet behind an Ethernet header.
+fn eth_ipv4_udp() -> Vec<u8> {
+    push_ipv4_udp(PacketBuilder::new().ethernet(eth_header())).build()
 }
 
 fn decode(link: LinkType, data: &[u8]) -> Decoded<'_> {
@@ -121,8 +140,7 @@ fn protected_and_management_80211_frames_have_no_network_layer() {
 fn erf_records_with_extension_headers() {
     let mut p = vec![0u8; 16];
     p[8] = 2 | 0x80; // ETH with an extension header
-    let mut eth = ETH_IPV4.to_vec();
-    eth.extend(ipv4_udp());
+    let eth = eth_ipv4_udp();
     let rlen = 16 + 8 + 2 + eth.len();
     p[10..12].copy_from_slice(&(rlen as u16).to_be_bytes());
     p.extend_from_slice(&[0x05, 0, 0, 0, 0, 0, 0, 0]); // last extension header
@@ -148,12 +166,14 @@ fn cisco_hdlc_ppp_and_llc_snap() {
     let mut ppp = vec![0xff, 0x03, 0x00, 0x21];
     ppp.extend(ipv4_udp());
     assert_udp(&decode(LinkType::PPP, &ppp));
-    let ip = ipv4_udp();
-    let mut snap = ETH_IPV4[..12].to_vec();
-    snap.extend_from_slice(&((8 + ip.len()) as u16).to_be_bytes());
-    snap.extend_from_slice(&[0xAA, 0xAA, 0x03, 0, 0, 0, 0x08, 0x00]);
-    snap.extend(ip);
-    snap.extend_from_slice(&[0; 6]); // padding beyond the 802.3 length
+    // An 802.3 length instead of an ethertype, then LLC/SNAP saying IPv4.
+    let llc_len = 8 + ipv4_udp().len() as u16;
+    let mut b = PacketBuilder::new();
+    b.ethernet(eth_header().ethertype(llc_len))
+        .payload(&[0xAA, 0xAA, 0x03, 0, 0, 0, 0x08, 0x00]);
+    let snap = push_ipv4_udp(&mut b)
+        .trailer(&[0; 6]) // padding beyond the 802.3 length
+        .build();
     assert_udp(&decode(LinkType::ETHERNET, &snap));
 }
 
@@ -171,15 +191,15 @@ fn loopback_in_both_byte_orders() {
 
 #[test]
 fn mpls_pseudowire_with_control_word_and_pppoe() {
-    let mut p = ETH_IPV4[..12].to_vec();
-    p.extend_from_slice(&0x8847u16.to_be_bytes());
-    p.extend_from_slice(&[0x00, 0x01, 0x00, 0x40]); // label 16, not bottom
-    p.extend_from_slice(&[0x00, 0x02, 0x01, 0x40]); // label 32, bottom
-    p.extend_from_slice(&[0, 0, 0, 0]); // control word
-    p.extend_from_slice(&ETH_IPV4[..12]);
-    p.extend_from_slice(&[0x81, 0x00, 0x00, 0x64, 0x88, 0x64]); // VLAN 100, PPPoE session
-    p.extend_from_slice(&[0x11, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x21]);
-    p.extend(ipv4_udp());
+    let mut b = PacketBuilder::new();
+    b.ethernet(eth_header())
+        .mpls(Mpls::new(16))
+        .mpls(Mpls::new(32))
+        .payload(&[0, 0, 0, 0]) // control word
+        .ethernet(eth_header())
+        .vlan(Vlan::new(100).ethertype(0x8864)) // PPPoE session
+        .payload(&[0x11, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x21]);
+    let p = push_ipv4_udp(&mut b).build();
     let d = decode(LinkType::ETHERNET, &p);
     let labels: Vec<u32> = d.mpls_labels().map(|l| l.label).collect();
     assert_eq!(labels, [16, 32]);
@@ -187,22 +207,39 @@ fn mpls_pseudowire_with_control_word_and_pppoe() {
     assert_udp(&d);
 }
 
-fn outer_ipv4(proto: u8, body: &[u8]) -> Vec<u8> {
-    let mut p = ETH_IPV4.to_vec();
-    p.extend(ipv4(proto, body.len(), &[]));
-    p.extend_from_slice(body);
-    p
+/// Ethernet, then IPv4 saying `proto`, then `header` and the UDP packet behind an
+/// Ethernet header (`inner_eth`) or not.
+fn tunnel(proto: u8, header: &[u8], inner_eth: bool) -> Vec<u8> {
+    let mut b = PacketBuilder::new();
+    b.ethernet(eth_header())
+        .ipv4(v4().protocol(proto))
+        .payload(header);
+    if inner_eth {
+        b.ethernet(eth_header());
+    }
+    push_ipv4_udp(&mut b).build()
+}
+
+/// Ethernet, IPv4 and UDP `sport` -> `dport`, then `header` and the UDP packet behind an
+/// Ethernet header (`inner_eth`) or not.
+fn udp_tunnel(sport: u16, dport: u16, header: &[u8], inner_eth: bool) -> Vec<u8> {
+    let mut b = PacketBuilder::new();
+    b.ethernet(eth_header())
+        .ipv4(v4())
+        .udp(Udp::new(sport, dport))
+        .payload(header);
+    if inner_eth {
+        b.ethernet(eth_header());
+    }
+    push_ipv4_udp(&mut b).build()
 }
 
 #[test]
 fn gre_with_key_and_sequence_carrying_ethernet() {
-    let mut inner = ETH_IPV4.to_vec();
-    inner.extend(ipv4_udp());
     let mut gre = vec![0x30, 0x00, 0x65, 0x58]; // K and S set, transparent Ethernet bridging
     gre.extend_from_slice(&0xabcdu32.to_be_bytes());
     gre.extend_from_slice(&7u32.to_be_bytes());
-    gre.extend(inner);
-    let p = outer_ipv4(47, &gre);
+    let p = tunnel(47, &gre, true);
     let d = decode(LinkType::ETHERNET, &p);
     let g = d.gre().unwrap();
     assert_eq!(
@@ -218,13 +255,8 @@ fn gre_with_key_and_sequence_carrying_ethernet() {
 
 #[test]
 fn geneve_gtpu_and_vxlan_on_a_configured_port() {
-    let mut inner_eth = ETH_IPV4.to_vec();
-    inner_eth.extend(ipv4_udp());
-    let mut geneve = vec![0x01, 0x00, 0x65, 0x58, 0, 0, 0x2a, 0, 0, 0, 0, 0]; // one 4-byte option
-    geneve.extend_from_slice(&inner_eth);
-    let mut body = udp(5000, 6081, geneve.len());
-    body.extend(geneve);
-    let p = outer_ipv4(17, &body);
+    let geneve = [0x01, 0x00, 0x65, 0x58, 0, 0, 0x2a, 0, 0, 0, 0, 0]; // one 4-byte option
+    let p = udp_tunnel(5000, 6081, &geneve, true);
     let d = decode(LinkType::ETHERNET, &p);
     assert!(matches!(
         d.tunnel(),
@@ -235,20 +267,14 @@ fn geneve_gtpu_and_vxlan_on_a_configured_port() {
     ));
     assert_udp(&d.inner().unwrap());
 
-    let mut gtp = vec![0x32, 0xff, 0, 0, 0, 0, 0, 9, 0, 1, 0, 0x85, 1, 0, 0, 0]; // seq + one extension
-    gtp.extend(ipv4_udp());
-    let mut body = udp(2152, 2152, gtp.len());
-    body.extend(gtp);
-    let p = outer_ipv4(17, &body);
+    let gtp = [0x32, 0xff, 0, 0, 0, 0, 0, 9, 0, 1, 0, 0x85, 1, 0, 0, 0]; // seq + one extension
+    let p = udp_tunnel(2152, 2152, &gtp, false);
     let d = decode(LinkType::ETHERNET, &p);
     assert!(matches!(d.tunnel(), Some(Tunnel::GtpU { teid: 9 })));
     assert_udp(&d.inner().unwrap());
 
-    let mut vx = vec![0x08, 0, 0, 0, 0, 0, 5, 0];
-    vx.extend_from_slice(&inner_eth);
-    let mut body = udp(40000, 8472, vx.len());
-    body.extend(vx);
-    let p = outer_ipv4(17, &body);
+    let vx = [0x08, 0, 0, 0, 0, 0, 5, 0];
+    let p = udp_tunnel(40000, 8472, &vx, true);
     assert!(
         decode(LinkType::ETHERNET, &p).tunnel().is_none(),
         "8472 is not VXLAN by default"
@@ -263,14 +289,14 @@ fn geneve_gtpu_and_vxlan_on_a_configured_port() {
 
 #[test]
 fn ipv6_in_ipv6_nests_until_the_limit() {
-    let mut pkt = ipv4_udp();
-    let mut v4 = true;
-    for _ in 0..3 {
-        let mut outer = ipv6(if v4 { 4 } else { 41 }, pkt.len());
-        outer.extend(pkt);
-        pkt = outer;
-        v4 = false;
+    let mut v6 = [0u8; 16];
+    v6[..2].copy_from_slice(&[0x20, 0x01]);
+    let mut b = PacketBuilder::new();
+    for last in 1..=3 {
+        v6[15] = last;
+        b.ipv6(Ipv6::new(v6, v6));
     }
+    let pkt = push_ipv4_udp(&mut b).build();
     let d = decode(LinkType::RAW, &pkt);
     assert!(matches!(
         d.transport(),
@@ -295,20 +321,22 @@ fn ipv6_in_ipv6_nests_until_the_limit() {
 
 #[test]
 fn flow_hash_is_symmetric_and_ports_are_absent_for_later_fragments() {
-    let a = eth_ipv4(6, &tcp(1000, 80, 0x02, &[]), &[]);
-    let mut b = a.clone();
-    b[26..30].copy_from_slice(&[10, 0, 0, 2]);
-    b[30..34].copy_from_slice(&[10, 0, 0, 1]);
-    b[34..36].copy_from_slice(&80u16.to_be_bytes());
-    b[36..38].copy_from_slice(&1000u16.to_be_bytes());
+    let syn = |ip: Ipv4<'static>, sport, dport| {
+        PacketBuilder::new()
+            .ethernet(eth_header())
+            .ipv4(ip)
+            .tcp(Tcp::new(sport, dport).flags(SYN))
+            .build()
+    };
+    let a = syn(v4(), 1000, 80);
+    let b = syn(Ipv4::new(V4_DST, V4_SRC), 80, 1000);
     let (da, db) = (
         decode(LinkType::ETHERNET, &a),
         decode(LinkType::ETHERNET, &b),
     );
     assert_eq!(da.flow_key().unwrap().reversed(), db.flow_key().unwrap());
     assert_eq!(da.symmetric_flow_hash(), db.symmetric_flow_hash());
-    let mut frag = a.clone();
-    frag[20..22].copy_from_slice(&0x0010u16.to_be_bytes()); // offset 128 bytes
+    let frag = syn(v4().fragment(128, false), 1000, 80);
     let d = decode(LinkType::ETHERNET, &frag);
     assert_eq!(d.fragment().map(|f| (f.offset, f.more)), Some((128, false)));
     assert!(d.tcp().is_none() && d.src_port().is_none());

@@ -1,12 +1,13 @@
 //! Property: cutting a valid packet at any length never panics, and the anomalies say
 //! exactly which layer the cut fell in.
 
-mod build;
-
-use build::*;
 use proptest::prelude::*;
 use tracekit_core::LinkType;
 use tracekit_decode::{Anomaly, Decoded};
+use tracekit_testdata::builder::tcp_flags::{ACK, PSH};
+use tracekit_testdata::builder::{
+    Ethernet, Icmp, Icmpv6, Ipv4, Ipv6, PacketBuilder, Tcp, Udp, Vlan,
+};
 
 #[derive(Debug, Clone)]
 struct Shape {
@@ -32,50 +33,60 @@ fn shape() -> impl Strategy<Value = Shape> {
 
 /// The packet and its layer boundaries: (link end, IP fixed end, L4 fixed end, L4 full end).
 fn build(s: &Shape) -> (Vec<u8>, [usize; 4]) {
-    let mut p = ETH_IPV4[..12].to_vec();
+    let mut b = PacketBuilder::new();
+    b.ethernet(Ethernet::new([2, 0, 0, 0, 0, 1], [2, 0, 0, 0, 0, 2]));
     for _ in 0..s.vlans {
-        p.extend_from_slice(&[0x81, 0x00, 0x00, 0x07]);
+        b.vlan(Vlan::new(7));
     }
-    p.extend_from_slice(if s.v6 { &[0x86, 0xdd] } else { &[0x08, 0x00] });
-    let link_end = p.len();
-    let (proto, l4, fixed): (u8, Vec<u8>, usize) = match s.l4 {
-        0 => {
-            // Real options (MSS, window scale, SACK-permitted + timestamps, SACK), whole
-            // groups while they fit, then NOP padding.
-            let groups: [&[u8]; 4] = [
-                &[2, 4, 5, 180],
-                &[1, 3, 3, 7],
-                &[4, 2, 8, 10, 0, 0, 0, 1, 0, 0, 0, 2],
-                &[1, 1, 5, 10, 0, 0, 0, 1, 0, 0, 0, 2],
-            ];
-            let want = s.tcp_opt_words * 4;
-            let mut opts = Vec::new();
-            for g in groups.iter().cycle().take(16) {
-                if opts.len() + g.len() <= want {
-                    opts.extend_from_slice(g);
-                }
-            }
-            opts.resize(want, 1);
-            (6, tcp(40000, 80, 0x18, &opts), 20)
+    let link_end = 14 + 4 * s.vlans;
+    let ip_end = if s.v6 {
+        let (mut src, mut dst) = ([0u8; 16], [0u8; 16]);
+        src[..2].copy_from_slice(&[0x20, 0x01]);
+        dst[..2].copy_from_slice(&[0x20, 0x01]);
+        (src[15], dst[15]) = (1, 2);
+        b.ipv6(Ipv6::new(src, dst));
+        link_end + 40
+    } else {
+        b.ipv4(Ipv4::new([10, 0, 0, 1], [10, 0, 0, 2]));
+        link_end + 20
+    };
+    // Real options (MSS, window scale, SACK-permitted + timestamps, SACK), whole groups
+    // while they fit, then NOP padding.
+    let groups: [&[u8]; 4] = [
+        &[2, 4, 5, 180],
+        &[1, 3, 3, 7],
+        &[4, 2, 8, 10, 0, 0, 0, 1, 0, 0, 0, 2],
+        &[1, 1, 5, 10, 0, 0, 0, 1, 0, 0, 0, 2],
+    ];
+    let want = s.tcp_opt_words * 4;
+    let mut opts = Vec::new();
+    for g in groups.iter().cycle().take(16) {
+        if opts.len() + g.len() <= want {
+            opts.extend_from_slice(g);
         }
-        1 => (17, udp(5000, 53, s.payload), 8),
-        _ => (
-            if s.v6 { 58 } else { 1 },
-            vec![8, 0, 0, 0, 0, 1, 0, 1],
-            if s.v6 { 4 } else { 8 },
-        ),
+    }
+    opts.resize(want, 1);
+    let (fixed, full) = match s.l4 {
+        0 => {
+            b.tcp(Tcp::new(40000, 80).flags(PSH | ACK).option_bytes(&opts));
+            (20, 20 + want)
+        }
+        1 => {
+            b.udp(Udp::new(5000, 53));
+            (8, 8)
+        }
+        _ if s.v6 => {
+            b.icmpv6(Icmpv6::echo_request(1, 1));
+            (4, 8)
+        }
+        _ => {
+            b.icmp(Icmp::echo_request(1, 1));
+            (8, 8)
+        }
     };
     let payload = vec![0xAB; s.payload];
-    if s.v6 {
-        p.extend(ipv6(proto, l4.len() + payload.len()));
-    } else {
-        p.extend(ipv4(proto, l4.len() + payload.len(), &[]));
-    }
-    let ip_end = p.len();
-    let l4_full = ip_end + l4.len();
-    p.extend(l4);
-    p.extend(payload);
-    (p, [link_end, ip_end, ip_end + fixed, l4_full])
+    let p = b.payload(&payload).build();
+    (p, [link_end, ip_end, ip_end + fixed, ip_end + full])
 }
 
 fn exercise(d: &Decoded<'_>) {

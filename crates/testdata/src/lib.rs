@@ -1,5 +1,6 @@
 //! Test support shared by tracekit's crates: where the conformance corpus is, what its
-//! manifest says, and how to ask the oracles (tshark and friends).
+//! manifest says, how to ask the oracles (tshark and friends), and a [`builder`] that
+//! writes packets with consistent lengths and checksums.
 //!
 //! The corpus is `../shared/corpus` from the repository root, or `$TRACEKIT_CORPUS`.
 //! Oracles may be missing on a developer machine: [`have`] then says so and the caller
@@ -10,6 +11,8 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+
+pub mod builder;
 
 /// The corpus directory.
 pub fn corpus_dir() -> PathBuf {

@@ -9,6 +9,8 @@ use tracekit_afpacket::{
     AfPacket, FanoutGroup, GroupId, Injector, KernelFilter, Options, RingStats, enter_netns,
 };
 use tracekit_core::{CaptureSource, OwnedPacket};
+use tracekit_testdata::builder::tcp_flags::{ACK, PSH};
+use tracekit_testdata::builder::{Ethernet, Ipv4, PacketBuilder, Tcp, Udp, Vlan};
 use tracekit_testdata::netns::{VethPair, is_root};
 
 /// The test namespaces, with helpers to run code inside them.
@@ -61,42 +63,34 @@ fn frame(
     payload: usize,
     seq: u32,
 ) -> Vec<u8> {
-    let l4 = if proto == 6 { 20 } else { 8 };
-    let ip_len = 20 + l4 + payload;
-    let mut f = vec![0u8; 14 + ip_len];
-    f[0..6].copy_from_slice(&DST_MAC);
-    f[6..12].copy_from_slice(&SRC_MAC);
-    f[12..14].copy_from_slice(&[0x08, 0x00]);
-    f[14] = 0x45;
-    f[16..18].copy_from_slice(&(ip_len as u16).to_be_bytes());
-    f[22] = 64;
-    f[23] = proto;
-    f[26..30].copy_from_slice(&src);
-    f[30..34].copy_from_slice(&dst);
-    f[34..36].copy_from_slice(&sport.to_be_bytes());
-    f[36..38].copy_from_slice(&dport.to_be_bytes());
-    if proto == 6 {
-        f[46] = 0x50;
-        f[47] = 0x18;
-    } else {
-        f[38..40].copy_from_slice(&((8 + payload) as u16).to_be_bytes());
-    }
-    let p = 14 + 20 + l4;
-    if payload >= 4 {
-        f[p..p + 4].copy_from_slice(&seq.to_be_bytes());
-    }
-    f
+    tagged(&[], proto, (src, sport), (dst, dport), payload, seq)
 }
 
-/// The same frame with 802.1Q tags inserted after the MAC addresses (outermost first).
-fn tagged(mut f: Vec<u8>, tags: &[(u16, u16)]) -> Vec<u8> {
-    let mut insert = Vec::new();
-    for (tpid, tci) in tags {
-        insert.extend_from_slice(&tpid.to_be_bytes());
-        insert.extend_from_slice(&tci.to_be_bytes());
+/// The same frame with VLAN `tags` after the MAC addresses (outermost first).
+fn tagged(
+    tags: &[Vlan],
+    proto: u8,
+    (src, sport): ([u8; 4], u16),
+    (dst, dport): ([u8; 4], u16),
+    payload: usize,
+    seq: u32,
+) -> Vec<u8> {
+    let mut body = vec![0u8; payload];
+    if payload >= 4 {
+        body[..4].copy_from_slice(&seq.to_be_bytes());
     }
-    f.splice(12..12, insert);
-    f
+    let mut b = PacketBuilder::new();
+    b.ethernet(Ethernet::new(SRC_MAC, DST_MAC));
+    for tag in tags {
+        b.vlan(*tag);
+    }
+    b.ipv4(Ipv4::new(src, dst));
+    if proto == 6 {
+        b.tcp(Tcp::new(sport, dport).flags(PSH | ACK));
+    } else {
+        b.udp(Udp::new(sport, dport));
+    }
+    b.payload(&body).build()
 }
 
 fn ours(p: &[u8]) -> bool {
@@ -215,13 +209,15 @@ fn vlan_tags_stripped_by_the_kernel_are_put_back() {
     }
     let pair = Pair::new("v");
     let plain = frame(17, [10, 0, 0, 1], [10, 0, 0, 2], 1000, 2000, 80, 1);
-    let dot1q = tagged(
-        frame(17, [10, 0, 0, 1], [10, 0, 0, 2], 1000, 2001, 80, 2),
-        &[(0x8100, 0x6064)],
-    );
+    let (a, b) = ([10, 0, 0, 1], [10, 0, 0, 2]);
+    let dot1q = tagged(&[Vlan::new(100).pcp(3)], 17, (a, 1000), (b, 2001), 80, 2);
     let qinq = tagged(
-        frame(6, [10, 0, 0, 1], [10, 0, 0, 2], 1000, 2002, 80, 3),
-        &[(0x88a8, 200), (0x8100, 100)],
+        &[Vlan::service(200), Vlan::new(100)],
+        6,
+        (a, 1000),
+        (b, 2002),
+        80,
+        3,
     );
     for reinsert in [true, false] {
         let mut cap = pair.in_b(move || {
@@ -265,8 +261,12 @@ fn snap_length_and_kernel_filters() {
         frames.push(frame(17, [10, 0, 0, 1], [10, 0, 0, 2], 7000, 5002, 50, i));
         frames.push(frame(6, [10, 0, 0, 1], [10, 0, 0, 2], 7000, 5001, 500, i));
         frames.push(tagged(
-            frame(17, [10, 0, 0, 1], [10, 0, 0, 2], 7000, 5001, 40, i),
-            &[(0x8100, 100)],
+            &[Vlan::new(100)],
+            17,
+            ([10, 0, 0, 1], 7000),
+            ([10, 0, 0, 2], 5001),
+            40,
+            i,
         ));
     }
     let run = |options: Options, want: usize| -> (Vec<OwnedPacket>, bool) {
