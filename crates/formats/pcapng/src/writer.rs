@@ -1,5 +1,6 @@
 //! pcapng writer.
 
+use std::collections::HashSet;
 use std::io::{BufWriter, Write};
 
 use tracekit_core::{
@@ -83,6 +84,9 @@ pub struct PcapngWriter<W: Write> {
     options: PcapngWriterOptions,
     started: bool,
     idbs: Vec<Idb>,
+    /// Source interfaces that have an IDB, so that asking is O(1) (a file may describe
+    /// hundreds of thousands of interfaces).
+    with_idb: HashSet<u32>,
     described: Vec<Option<InterfaceInfo>>,
     last: Option<usize>,
     scratch: Vec<u8>,
@@ -99,6 +103,7 @@ impl<W: Write> PcapngWriter<W> {
             options,
             started: false,
             idbs: Vec::new(),
+            with_idb: HashSet::new(),
             described: Vec::new(),
             last: None,
             scratch: Vec::with_capacity(256),
@@ -155,12 +160,8 @@ impl<W: Write> PcapngWriter<W> {
         self.start()?;
         // Keep interface numbers: interfaces below this one that were never described or
         // seen (ERF numbers them without declaring them) get placeholder IDBs.
-        while (self.idbs.len() as u32) < source_interface
-            && !self
-                .idbs
-                .iter()
-                .any(|i| i.source_interface == source_interface)
-        {
+        let has_idb = self.with_idb.contains(&source_interface);
+        while (self.idbs.len() as u32) < source_interface && !has_idb {
             let missing = self.idbs.len() as u32;
             self.write_one_idb(missing, link, res)?;
         }
@@ -222,6 +223,7 @@ impl<W: Write> PcapngWriter<W> {
             link,
             res,
         });
+        self.with_idb.insert(source_interface);
         Ok(self.idbs.len() - 1)
     }
 
@@ -236,7 +238,7 @@ impl<W: Write> PcapngWriter<W> {
             return Ok(());
         }
         self.described[slot] = Some(info.clone());
-        if !self.idbs.iter().any(|i| i.source_interface == id) {
+        if !self.with_idb.contains(&id) {
             self.write_idb(id, info.link_type, output_resolution(info.ts_resolution))?;
         }
         Ok(())
