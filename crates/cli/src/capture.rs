@@ -240,6 +240,8 @@ pub fn run(args: CaptureArgs) -> Result<Outcome> {
         Some(args.output.snaplen.unwrap_or(snaplen)),
         Some(link),
     );
+    // A live capture is written in place, so that the file can be watched as it grows.
+    create.in_place = true;
     create.format = Some(args.output.format.unwrap_or(if args.output_file == "-" {
         Format::Pcap
     } else {

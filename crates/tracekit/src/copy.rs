@@ -9,7 +9,8 @@ use crate::{Sink, Source};
 pub enum CopyError {
     /// The source failed (damage, I/O); every packet before it was written.
     Read(Error),
-    /// The sink failed; the output is incomplete.
+    /// The sink failed; the output is incomplete ([`Sink::salvage`] keeps and counts
+    /// what it holds).
     Write(Error),
 }
 
@@ -86,6 +87,19 @@ pub fn copy(
     sink: &mut Sink,
     mut progress: impl FnMut(&Source),
 ) -> Result<u64, (CopyError, u64)> {
+    copy_while(source, sink, |s| {
+        progress(s);
+        true
+    })
+}
+
+/// [`copy`], stopping early (with every packet so far written) when `go_on`, called
+/// after each packet, returns `false`: for Ctrl-C or a packet budget.
+pub fn copy_while(
+    source: &mut Source,
+    sink: &mut Sink,
+    mut go_on: impl FnMut(&Source) -> bool,
+) -> Result<u64, (CopyError, u64)> {
     let mut describer = InterfaceDescriber::default();
     let mut written = 0u64;
     loop {
@@ -108,7 +122,9 @@ pub fn copy(
         };
         wrote.map_err(|e| (CopyError::Write(e), written))?;
         written += 1;
-        progress(source);
+        if !go_on(source) {
+            return Ok(written);
+        }
     }
 }
 

@@ -38,15 +38,17 @@
 
 pub mod analysis;
 mod copy;
+mod destination;
 mod format;
 pub mod merge;
 mod sink;
 mod source;
 mod summary;
 
-pub use copy::{CopyError, InterfaceDescriber, copy};
+pub use copy::{CopyError, InterfaceDescriber, copy, copy_while};
+pub use destination::{FileId, InputFiles, Kept, WriteFailure};
 pub use format::Format;
-pub use sink::{CreateOptions, Sink, create};
+pub use sink::{CreateOptions, MAX_COMPRESS_THREADS, Sink, create, create_checked};
 pub use source::{Metadata, OpenOptions, Source, open, open_with};
 pub use summary::Summary;
 

@@ -113,6 +113,17 @@ impl<W: Write> PcapngWriter<W> {
         })
     }
 
+    /// Packets written so far (handed to the output; some may still sit in the buffer).
+    pub fn packets(&self) -> u64 {
+        self.packets
+    }
+
+    /// Bytes of the file so far, headers included, where the last written packet ends
+    /// (handed to the output; some may still sit in the buffer).
+    pub fn bytes(&self) -> u64 {
+        self.bytes
+    }
+
     fn put_option(buf: &mut Vec<u8>, order: ByteOrder, code: u16, value: &[u8]) {
         let len = value.len().min(usize::from(u16::MAX));
         buf.extend_from_slice(&order.put_u16(code));
