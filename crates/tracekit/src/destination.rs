@@ -146,6 +146,7 @@ impl Kept {
 impl fmt::Display for Kept {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match *self {
+            Kept::Whole(1) => f.write_str("is a complete file holding the first packet"),
             Kept::Whole(n) => write!(f, "is a complete file holding the first {n} packets"),
             Kept::Nothing => f.write_str("was not written (no whole packet could be stored)"),
             Kept::Sent {
