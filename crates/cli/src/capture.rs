@@ -186,7 +186,8 @@ pub fn run(args: CaptureArgs) -> Result<Outcome> {
     // are asked for, or a mode is given on the command line.
     let use_fanout = members > 1 || matches!(group_id, GroupId::Fixed(_)) || args.fanout.is_some();
     let mut options = base.clone();
-    if let Some(s) = args.output.snaplen {
+    // -s 0 is whole packets (the ring's default), as with tcpdump.
+    if let Some(s) = args.output.snaplen.filter(|s| *s != 0) {
         options.snaplen = s;
     }
     if let Some(v) = args.block_size {

@@ -115,7 +115,8 @@ pub fn run(args: ConvertArgs) -> Result<Outcome> {
     if let Some(lost) = report.loss_summary() {
         eprintln!("tracekit convert: {}: {lost}", args.output);
     }
-    if stop.is_stopped() {
+    // Ctrl-C is how a live capture ends: not an interruption.
+    if stop.is_stopped() && !(crate::is_live(&args.input)) {
         eprintln!(
             "tracekit convert: interrupted after {} packets: {} is a complete file holding them",
             report.packets, args.output

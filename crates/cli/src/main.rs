@@ -116,7 +116,8 @@ pub fn is_live(uri: &str) -> bool {
 
 /// One stop flag for the process, set by Ctrl-C, SIGTERM or SIGHUP (the handler is
 /// installed once). Commands that write check it between packets: they stop reading,
-/// complete their outputs and exit with 130.
+/// complete their outputs and exit with 130 (a read waiting on a quiet pipe ends
+/// first: the next packet or the end of the pipe lets the command see the flag).
 pub fn ctrl_c_stop() -> tracekit::live::StopHandle {
     static STOP: std::sync::OnceLock<tracekit::live::StopHandle> = std::sync::OnceLock::new();
     STOP.get_or_init(|| {

@@ -187,7 +187,8 @@ pub fn run(args: MergeArgs) -> Result<Outcome> {
     if let Some(lost) = report.loss_summary() {
         eprintln!("tracekit merge: {}: {lost}", args.output_file);
     }
-    if stop.is_stopped() {
+    // Ctrl-C is how a live capture ends: not an interruption.
+    if stop.is_stopped() && !(args.inputs.iter().any(|i| crate::is_live(i))) {
         eprintln!(
             "tracekit merge: interrupted after {} packets: {} is a complete file holding them",
             report.packets, args.output_file

@@ -238,7 +238,8 @@ pub fn run(args: SplitArgs) -> Result<Outcome> {
     if failed_part {
         return Ok(Outcome::Failed);
     }
-    if stop.is_stopped() {
+    // Ctrl-C is how a live capture ends: not an interruption.
+    if stop.is_stopped() && !(crate::is_live(&args.input)) {
         eprintln!(
             "tracekit split: interrupted after {} packets: the parts above are complete files holding them",
             parts.iter().map(|p| p.packets).sum::<u64>()
