@@ -270,6 +270,9 @@ impl Destination {
                     let t = m.file_type();
                     t.is_char_device() || t.is_block_device() || t.is_fifo() || t.is_socket()
                 });
+            if fs::metadata(path).is_ok_and(|m| m.is_dir()) {
+                return Err(Error::invalid_argument("the output is a directory").with_path(path));
+            }
             if special || in_place {
                 let file = File::create(path).map_err(|e| Error::from(e).with_path(path))?;
                 let regular = file.metadata().is_ok_and(|m| m.is_file());
