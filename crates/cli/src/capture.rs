@@ -186,7 +186,8 @@ pub fn run(args: CaptureArgs) -> Result<Outcome> {
     // are asked for, or a mode is given on the command line.
     let use_fanout = members > 1 || matches!(group_id, GroupId::Fixed(_)) || args.fanout.is_some();
     let mut options = base.clone();
-    if let Some(s) = args.output.snaplen {
+    // -s 0 is whole packets (the ring's default), as with tcpdump.
+    if let Some(s) = args.output.snaplen.filter(|s| *s != 0) {
         options.snaplen = s;
     }
     if let Some(v) = args.block_size {
@@ -240,6 +241,8 @@ pub fn run(args: CaptureArgs) -> Result<Outcome> {
         Some(args.output.snaplen.unwrap_or(snaplen)),
         Some(link),
     );
+    // A live capture is written in place, so that the file can be watched as it grows.
+    create.in_place = true;
     create.format = Some(args.output.format.unwrap_or(if args.output_file == "-" {
         Format::Pcap
     } else {

@@ -1,23 +1,29 @@
 //! `tracekit convert`: copy a trace into another format or time stamp resolution.
 
-use std::path::Path;
-
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
-use tracekit::{CopyError, CreateOptions, TsResolution};
+use tracekit::{CopyError, InputFiles, TsResolution};
 
 use crate::Outcome;
-use crate::output::OutputArgs;
+use crate::output::{self, OutputArgs};
 use crate::progress::Progress;
 
 /// Copy a trace into another file, format or time stamp resolution.
 ///
 /// The output format comes from the output name (`.pcap`, `.pcapng`) or `--format`; `-`
-/// writes to standard output (pcap unless `--format`). Time stamps stay exact: pcap keeps
-/// the input's resolution unless `--ts-resolution` asks for another (asking for a coarser
-/// one, ns to µs, is the consent to round, and the packets that lost digits are counted);
-/// pcapng picks a resolution per interface that holds every time stamp. What the output
-/// format cannot carry (pcap: direction, interfaces, comments) is reported in one line.
+/// writes to standard output (pcap unless `--format`). Every packet is kept: pcap keeps
+/// µs input in µs and writes everything else in ns unless `--ts-resolution` asks for
+/// another; a time stamp finer than that (ERF's binary fractions, ns to µs) is rounded
+/// down and counted, or refused with `--exact-timestamps`. pcapng picks a resolution per
+/// interface that holds every time stamp. What the output format cannot carry (pcap:
+/// direction, interfaces, comments; rounded time stamps) is reported in one line.
+///
+/// The output is never one of the inputs under another name (hard or symbolic link,
+/// /dev/fd/N): that is refused before anything is written. A file is written under a
+/// temporary name beside it and renamed into place when complete. When writing fails
+/// (disk full), the file is cut after its last whole packet and the count is reported;
+/// Ctrl-C or SIGTERM stops reading, completes the output with every packet so far and
+/// exits with 130.
 ///
 /// The output is compressed when its name ends in .gz, .bz2, .zst, .xz or .lz4 (or with
 /// `--compress`), on all cores; gzip output is multi-member with a BGZF-style size field,
@@ -48,70 +54,57 @@ enum Resolution {
     Ns,
 }
 
-/// Refuses to write over the input.
-pub fn check_not_same_file(input: &str, output: &str) -> Result<()> {
-    if input == "-" || output == "-" || !Path::new(output).exists() {
-        return Ok(());
-    }
-    let a = std::fs::canonicalize(input);
-    let b = std::fs::canonicalize(output);
-    if let (Ok(a), Ok(b)) = (a, b)
-        && a == b
-    {
-        bail!("the output {output} is the input file: refusing to overwrite it");
-    }
-    Ok(())
-}
-
 pub fn run(args: ConvertArgs) -> Result<Outcome> {
-    check_not_same_file(&args.input, &args.output)?;
+    let stop = crate::ctrl_c_stop();
+    let inputs = InputFiles::new([&args.input]);
+    inputs.check_output(&args.output)?;
     let mut source = crate::open_source(&args.input)?;
     if let Some(expr) = &args.filter {
         source = source.with_filter(expr)?;
     }
     let input_res = source.ts_resolution();
-    let (resolution, allow_loss) = match args.ts_resolution {
-        Some(Resolution::Us) => (TsResolution::MICRO, true),
-        Some(Resolution::Ns) => (TsResolution::NANO, true),
-        None if input_res == TsResolution::MICRO => (TsResolution::MICRO, false),
-        None => (TsResolution::NANO, false),
+    let resolution = match args.ts_resolution {
+        Some(Resolution::Us) => TsResolution::MICRO,
+        Some(Resolution::Ns) => TsResolution::NANO,
+        None if input_res == TsResolution::MICRO => TsResolution::MICRO,
+        None => TsResolution::NANO,
     };
-    let options = CreateOptions {
-        format: args.out.format,
-        ts_resolution: Some(resolution),
-        allow_precision_loss: allow_loss,
-        snaplen: args.out.snaplen.or(source.snaplen().filter(|s| *s != 0)),
-        link_type: source.declared_link_type(),
-        compression: args.out.compress,
-        level: args.out.level,
-        threads: args.out.threads,
-    };
-    let mut sink = tracekit::create(&args.output, &options)
+    let mut options = args.out.create_options(
+        [resolution],
+        source.snaplen().filter(|s| *s != 0),
+        source.declared_link_type(),
+    );
+    options.ts_resolution = Some(resolution);
+    let mut sink = tracekit::create_checked(&args.output, &options, &inputs)
         .with_context(|| format!("cannot create {}", args.output))?;
     let mut progress = Progress::new(&args.input, source.size_hint());
-    let copied = tracekit::copy(&mut source, &mut sink, |s| progress.tick(|| s.position()));
+    let copied = tracekit::copy_while(&mut source, &mut sink, |s| {
+        progress.tick(|| s.position());
+        !stop.is_stopped()
+    });
     progress.finish();
+    let exact = args.out.exact_timestamps;
     let read_error = match copied {
         Ok(_) => None,
         Err((CopyError::Read(e), _)) => Some(e),
-        Err((CopyError::Write(e), written)) => {
+        Err((CopyError::Write(e), _)) => {
+            let kept = sink.salvage();
             if e.is_broken_pipe() {
                 return Ok(Outcome::Ok);
             }
-            eprintln!(
-                "tracekit convert: {e}\ntracekit convert: {} is incomplete: it holds the first {written} packets",
-                args.output
-            );
+            output::report_failure("convert", &args.output, &output::explain(&e, exact), kept);
             return Ok(Outcome::Failed);
         }
     };
-    let report = match sink.finish() {
+    let report = match sink.finish_or_salvage() {
         Ok(r) => r,
-        Err(e) if e.is_broken_pipe() => return Ok(Outcome::Ok),
-        Err(e) => {
-            eprintln!(
-                "tracekit convert: {e}\ntracekit convert: {} is incomplete",
-                args.output
+        Err(f) if f.error.is_broken_pipe() => return Ok(Outcome::Ok),
+        Err(f) => {
+            output::report_failure(
+                "convert",
+                &args.output,
+                &output::explain(&f.error, exact),
+                f.kept,
             );
             return Ok(Outcome::Failed);
         }
@@ -121,6 +114,14 @@ pub fn run(args: ConvertArgs) -> Result<Outcome> {
     }
     if let Some(lost) = report.loss_summary() {
         eprintln!("tracekit convert: {}: {lost}", args.output);
+    }
+    // Ctrl-C is how a live capture ends: not an interruption.
+    if stop.is_stopped() && !(crate::is_live(&args.input)) {
+        eprintln!(
+            "tracekit convert: interrupted after {} packets: {} is a complete file holding them",
+            report.packets, args.output
+        );
+        return Ok(Outcome::Interrupted);
     }
     if let Some(e) = read_error {
         eprintln!(

@@ -19,7 +19,9 @@ use crate::timefmt;
 pub struct InfoArgs {
     /// Print one JSON object per file (keys: file, format, compression, link_types,
     /// packets, captured_bytes, wire_bytes, first_ts_ns, last_ts_ns, duration_ns,
-    /// snaplen; time stamps in integer nanoseconds since the epoch).
+    /// snaplen; time stamps in integer nanoseconds since the epoch). When the input is
+    /// damaged, two more keys say that the figures cover only the packets before the
+    /// damage: `"complete": false` and `error`, what the damage was.
     #[arg(long)]
     json: bool,
     /// Count only the packets matching this tcpdump filter expression.
@@ -43,6 +45,11 @@ struct InfoJson<'a> {
     last_ts_ns: Option<u64>,
     duration_ns: Option<u64>,
     snaplen: Option<u32>,
+    /// `Some(false)` when the figures cover only the packets before damage.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    complete: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<String>,
 }
 
 pub fn run(args: InfoArgs) -> Result<Outcome> {
@@ -89,6 +96,8 @@ pub fn run(args: InfoArgs) -> Result<Outcome> {
                 last_ts_ns: summary.last_ts.map(|t| t.as_unix_nanos()),
                 duration_ns: summary.duration_ns(),
                 snaplen: source.snaplen(),
+                complete: error.is_some().then_some(false),
+                error: error.as_ref().map(ToString::to_string),
             };
             serde_json::to_writer(&mut out, &record)?;
             writeln!(out)?;

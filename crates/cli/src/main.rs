@@ -46,10 +46,12 @@ enum Command {
 }
 
 /// How a command ended, for the exit status: 0 success, 1 a trace or output problem
-/// (reported on stderr), 2 bad usage (from clap).
+/// (reported on stderr), 2 bad usage (from clap), 130 stopped by Ctrl-C or SIGTERM
+/// (outputs completed with every packet so far).
 pub enum Outcome {
     Ok,
     Failed,
+    Interrupted,
 }
 
 fn main() -> ExitCode {
@@ -74,6 +76,7 @@ fn main() -> ExitCode {
     match result {
         Ok(Outcome::Ok) => ExitCode::SUCCESS,
         Ok(Outcome::Failed) => ExitCode::from(1),
+        Ok(Outcome::Interrupted) => ExitCode::from(130),
         Err(e) => {
             if is_broken_pipe(&e) {
                 // `tracekit ... | head`: the reader went away; that is not an error.
@@ -88,7 +91,15 @@ fn main() -> ExitCode {
 /// Opens a trace like `tracekit::open`; a live source (`afpacket:IFACE`) also stops
 /// cleanly on Ctrl-C (its reader returns the end, so outputs are completed).
 pub fn open_source(uri: &str) -> Result<tracekit::Source, tracekit::Error> {
-    let mut source = tracekit::open(uri)?;
+    open_source_with(uri, &tracekit::OpenOptions::default())
+}
+
+/// [`open_source`] with options.
+pub fn open_source_with(
+    uri: &str,
+    options: &tracekit::OpenOptions,
+) -> Result<tracekit::Source, tracekit::Error> {
+    let mut source = tracekit::open_with(uri, options)?;
     if let Some(live) = source.as_live_mut() {
         live.set_stop_handle(ctrl_c_stop());
     }
@@ -103,7 +114,10 @@ pub fn is_live(uri: &str) -> bool {
         .any(|s| lower.starts_with(s))
 }
 
-/// One stop flag for the process, set by Ctrl-C (the handler is installed once).
+/// One stop flag for the process, set by Ctrl-C, SIGTERM or SIGHUP (the handler is
+/// installed once). Commands that write check it between packets: they stop reading,
+/// complete their outputs and exit with 130 (a read waiting on a quiet pipe ends
+/// first: the next packet or the end of the pipe lets the command see the flag).
 pub fn ctrl_c_stop() -> tracekit::live::StopHandle {
     static STOP: std::sync::OnceLock<tracekit::live::StopHandle> = std::sync::OnceLock::new();
     STOP.get_or_init(|| {

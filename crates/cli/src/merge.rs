@@ -7,10 +7,9 @@ use anyhow::{Context, Result};
 use clap::Args;
 use serde::Serialize;
 use tracekit::merge::{Dedup, InterfaceMode, Merge, MergeOptions};
-use tracekit::{InterfaceDescriber, Source};
+use tracekit::{InputFiles, InterfaceDescriber, OpenOptions, ReadMode, Source};
 
 use crate::Outcome;
-use crate::convert::check_not_same_file;
 use crate::output::{self, OutputArgs};
 use crate::progress::Progress;
 
@@ -25,7 +24,11 @@ use crate::progress::Progress;
 /// `--unique-interfaces`, each input interface becomes an output interface of its own.
 ///
 /// An input that is damaged ends at its last good packet; the merge goes on with the
-/// others, the error is reported and the exit status is 1.
+/// others, the error is reported and the exit status is 1. Time stamps the output
+/// cannot hold exactly are rounded and counted (`--exact-timestamps` refuses them). The
+/// output is never one of the inputs (refused before writing), is written under a
+/// temporary name and renamed when complete; Ctrl-C completes it with the packets so
+/// far and exits with 130.
 ///
 /// Example: `tracekit merge -w all.pcapng.gz east.pcap west.pcapng.zst`
 #[derive(Args)]
@@ -47,8 +50,8 @@ pub struct MergeArgs {
     /// `--dedup-window` packets of the merged stream (editcap -d).
     #[arg(long)]
     dedup: bool,
-    /// How many previous packets `--dedup` compares with.
-    #[arg(long, default_value_t = Dedup::DEFAULT_WINDOW, requires = "dedup")]
+    /// How many previous packets `--dedup` compares with (at most 1048576).
+    #[arg(long, default_value_t = Dedup::DEFAULT_WINDOW, requires = "dedup", value_parser = parse_window)]
     dedup_window: usize,
     /// Keep only the packets matching this tcpdump filter expression.
     #[arg(short = 'f', long = "filter", value_name = "EXPR")]
@@ -59,6 +62,18 @@ pub struct MergeArgs {
     #[command(flatten)]
     output: OutputArgs,
 }
+
+fn parse_window(s: &str) -> Result<usize, String> {
+    let n: usize = s.parse().map_err(|e| format!("{e}"))?;
+    if n > Dedup::MAX_WINDOW {
+        return Err(format!("at most {} packets", Dedup::MAX_WINDOW));
+    }
+    Ok(n)
+}
+
+/// With more inputs than this, regular files are mapped rather than read into a
+/// 256 KiB block each, so that a merge of hundreds of files stays small.
+const MAP_ABOVE_INPUTS: usize = 16;
 
 #[derive(Serialize)]
 struct InputJson<'a> {
@@ -77,12 +92,20 @@ struct MergeJson<'a> {
 }
 
 pub fn run(args: MergeArgs) -> Result<Outcome> {
-    for input in &args.inputs {
-        check_not_same_file(input, &args.output_file)?;
-    }
+    let stop = crate::ctrl_c_stop();
+    let files = InputFiles::new(&args.inputs);
+    files.check_output(&args.output_file)?;
+    let open_options = OpenOptions {
+        read_mode: if args.inputs.len() > MAP_ABOVE_INPUTS {
+            ReadMode::Mmap
+        } else {
+            ReadMode::Auto
+        },
+        ..OpenOptions::default()
+    };
     let mut sources: Vec<Source> = Vec::with_capacity(args.inputs.len());
     for input in &args.inputs {
-        let mut s = crate::open_source(input)?;
+        let mut s = crate::open_source_with(input, &open_options)?;
         if let Some(expr) = &args.filter {
             s = s.with_filter(expr)?;
         }
@@ -107,17 +130,19 @@ pub fn run(args: MergeArgs) -> Result<Outcome> {
             },
         },
     );
-    let mut sink = tracekit::create(&args.output_file, &options)
+    let mut sink = tracekit::create_checked(&args.output_file, &options, &files)
         .with_context(|| format!("cannot create {}", args.output_file))?;
     let mut dedup = args.dedup.then(|| Dedup::new(args.dedup_window));
     let mut describer = InterfaceDescriber::default();
     let mut progress = Progress::new("merge", merge.size_hint());
-    let incomplete = || format!("{} is incomplete", args.output_file);
     let mut written = 0u64;
-    loop {
+    let write_error = loop {
         progress.tick(|| merge.position());
+        if stop.is_stopped() {
+            break None;
+        }
         let Some((_, packet)) = merge.next_packet() else {
-            break;
+            break None;
         };
         if let Some(d) = dedup.as_mut()
             && d.is_duplicate(&packet)
@@ -125,22 +150,51 @@ pub fn run(args: MergeArgs) -> Result<Outcome> {
             continue;
         }
         let id = packet.meta().interface;
-        if describer.is_new(id) {
+        let wrote = if describer.is_new(id) {
             // The packet borrows the merge; describe from a copy of its metadata, then
             // write the packet itself (it stays lent until the next call).
             let packet = packet.to_owned();
             describer
                 .describe(&mut sink, id, |i| merge.interface_info(i))
-                .with_context(incomplete)?;
-            sink.write_packet(&packet.as_packet())
-                .with_context(incomplete)?;
+                .and_then(|()| sink.write_packet(&packet.as_packet()))
         } else {
-            sink.write_packet(&packet).with_context(incomplete)?;
+            sink.write_packet(&packet)
+        };
+        if let Err(e) = wrote {
+            break Some(e);
         }
         written += 1;
-    }
+    };
     progress.finish();
-    let report = output::finish("merge", &args.output_file, sink)?;
+    if let Some(e) = write_error {
+        let kept = sink.salvage();
+        if e.is_broken_pipe() {
+            return Ok(Outcome::Ok);
+        }
+        let message = output::explain(&e, args.output.exact_timestamps);
+        output::report_failure("merge", &args.output_file, &message, kept);
+        return Ok(Outcome::Failed);
+    }
+    let report = match sink.finish_or_salvage() {
+        Ok(report) => report,
+        Err(f) if f.error.is_broken_pipe() => return Ok(Outcome::Ok),
+        Err(f) => {
+            let message = output::explain(&f.error, args.output.exact_timestamps);
+            output::report_failure("merge", &args.output_file, &message, f.kept);
+            return Ok(Outcome::Failed);
+        }
+    };
+    if let Some(lost) = report.loss_summary() {
+        eprintln!("tracekit merge: {}: {lost}", args.output_file);
+    }
+    // Ctrl-C is how a live capture ends: not an interruption.
+    if stop.is_stopped() && !(args.inputs.iter().any(|i| crate::is_live(i))) {
+        eprintln!(
+            "tracekit merge: interrupted after {} packets: {} is a complete file holding them",
+            report.packets, args.output_file
+        );
+        return Ok(Outcome::Interrupted);
+    }
     let mut failed = false;
     for (i, e) in merge.errors() {
         eprintln!(

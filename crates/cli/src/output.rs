@@ -1,8 +1,12 @@
-//! Output options shared by the commands that write traces (`merge`, `split`).
+//! Output options and endings shared by the commands that write traces (`convert`,
+//! `merge`, `split`, `capture`).
 
 use anyhow::Result;
 use clap::Args;
-use tracekit::{Compression, CreateOptions, Format, LinkType, Sink, SinkReport, TsResolution};
+use tracekit::{
+    Compression, CreateOptions, ErrorKind, Format, LinkType, MAX_COMPRESS_THREADS, Sink,
+    SinkReport, TsResolution,
+};
 
 /// How output traces are written.
 #[derive(Args, Clone)]
@@ -18,12 +22,18 @@ pub struct OutputArgs {
     /// zstd 1-22 (3), xz 0-9 (6), lz4 1.
     #[arg(long)]
     pub level: Option<i32>,
-    /// Compression threads (default: one per core).
-    #[arg(long, default_value_t = 0)]
+    /// Compression threads (default: one per core; at most 256).
+    #[arg(long, default_value_t = 0, value_parser = parse_threads)]
     pub threads: usize,
-    /// Cut packets to at most this many bytes (for `capture`: in the kernel).
+    /// Cut packets to at most this many bytes (for `capture`: in the kernel); 0 keeps
+    /// whole packets, as tcpdump's `-s 0`.
     #[arg(short = 's', long)]
     pub snaplen: Option<u32>,
+    /// Refuse to round time stamps: stop at the first packet whose time stamp the output
+    /// cannot hold exactly (by default such time stamps are rounded down to the output's
+    /// resolution, ERF's binary fractions to ns for example, and counted).
+    #[arg(long)]
+    pub exact_timestamps: bool,
 }
 
 pub fn parse_compression(s: &str) -> Result<Compression, String> {
@@ -35,10 +45,19 @@ pub fn parse_format(s: &str) -> Result<Format, String> {
     Format::from_name(s).ok_or_else(|| format!("unknown format '{s}' (known: pcap, pcapng, erf)"))
 }
 
+fn parse_threads(s: &str) -> Result<usize, String> {
+    let n: usize = s.parse().map_err(|e| format!("{e}"))?;
+    if n > MAX_COMPRESS_THREADS {
+        return Err(format!(
+            "at most {MAX_COMPRESS_THREADS} compression threads (0: one per core)"
+        ));
+    }
+    Ok(n)
+}
+
 impl OutputArgs {
     /// Options for an output fed by sources with these time stamp resolutions, snap
-    /// length and link type: pcap keeps µs when every input is µs, ns otherwise, so that
-    /// no time stamp changes.
+    /// length and link type: pcap keeps µs when every input is µs, ns otherwise.
     pub fn create_options(
         &self,
         resolutions: impl IntoIterator<Item = TsResolution>,
@@ -53,26 +72,48 @@ impl OutputArgs {
             } else {
                 TsResolution::NANO
             }),
-            allow_precision_loss: false,
+            allow_precision_loss: !self.exact_timestamps,
             snaplen: self.snaplen.or(snaplen),
             link_type,
             compression: self.compress,
             level: self.level,
             threads: self.threads,
+            in_place: false,
         }
     }
 }
 
-/// Finishes an output, saying on stderr what the format could not carry; an error
-/// means the output is incomplete (also said on stderr).
+/// A write error, explained: with `--exact-timestamps`, a time stamp the output cannot
+/// hold names the flag.
+pub fn explain(e: &tracekit::Error, exact_timestamps: bool) -> String {
+    let text = e.to_string();
+    if exact_timestamps
+        && matches!(e.kind(), ErrorKind::WouldLose(m) if m.starts_with("time stamp"))
+    {
+        let text = text.split(" (allow precision loss").next().unwrap_or(&text);
+        return format!(
+            "{text}: --exact-timestamps refuses to round it (without the flag it is rounded down and counted; pcapng keeps every time stamp exact)"
+        );
+    }
+    text
+}
+
+/// Says on stderr why writing `name` stopped and what it holds now; see
+/// [`Sink::salvage`].
+pub fn report_failure(command: &str, name: &str, message: &str, kept: tracekit::Kept) {
+    eprintln!("tracekit {command}: {name}: {message}\ntracekit {command}: {name} {kept}");
+}
+
+/// Finishes an output, saying on stderr what the format could not carry; on failure,
+/// says what the output holds and returns the error.
 pub fn finish(command: &str, name: &str, sink: Sink) -> Result<SinkReport> {
-    match sink.finish() {
+    match sink.finish_or_salvage() {
         Ok(report) => {
             if let Some(lost) = report.loss_summary() {
                 eprintln!("tracekit {command}: {name}: {lost}");
             }
             Ok(report)
         }
-        Err(e) => Err(anyhow::Error::from(e).context(format!("{name} is incomplete"))),
+        Err(f) => Err(anyhow::Error::from(f.error).context(format!("{name} {}", f.kept))),
     }
 }

@@ -5,7 +5,7 @@ use std::io::Write;
 use anyhow::{Context, Result, bail};
 use clap::Args;
 use serde::Serialize;
-use tracekit::{CaptureSource, Compression, Format, InterfaceDescriber, Sink};
+use tracekit::{CaptureSource, Compression, Format, InputFiles, InterfaceDescriber, Sink};
 
 use crate::Outcome;
 use crate::output::{self, OutputArgs};
@@ -22,6 +22,10 @@ use crate::timefmt;
 /// input's format is kept. With `--seconds`, parts hold the packets of intervals aligned
 /// to the trace clock (`--seconds 3600` cuts on the hour); intervals without packets
 /// make no file. `--start`/`--end` keep the packets with start <= time < end.
+///
+/// No part is ever the input under another name (refused before it is written); each
+/// part is written under a temporary name and renamed when complete. Ctrl-C completes
+/// the part being written and exits with 130.
 ///
 /// Example: `tracekit split --packets 100000 big.pcap.gz parts/big.pcap`
 #[derive(Args)]
@@ -112,11 +116,14 @@ pub fn run(args: SplitArgs) -> Result<Outcome> {
     if args.max_files == Some(0) {
         bail!("--max-files must be at least 1");
     }
+    let stop = crate::ctrl_c_stop();
+    let inputs = InputFiles::new([&args.input]);
     let mut source = crate::open_source(&args.input)?;
     if let Some(expr) = &args.filter {
         source = source.with_filter(expr)?;
     }
     let (stem, ext, format) = name_parts(&args.prefix, source.format().unwrap_or(Format::Pcap));
+    check_parts(&inputs, &stem, &ext)?;
     let mut options = args.output.create_options(
         [source.ts_resolution()],
         source.snaplen().filter(|s| *s != 0),
@@ -132,8 +139,13 @@ pub fn run(args: SplitArgs) -> Result<Outcome> {
     let (mut key, mut in_part, mut part_bytes) = (0u64, 0u64, 0u64);
     let mut progress = Progress::new(&args.input, source.size_hint());
     let mut limit_reached = false;
+    let mut write_error = None;
+    let mut part_failed = false;
     let read_error = loop {
         progress.tick(|| source.position());
+        if stop.is_stopped() {
+            break None;
+        }
         let packet = match source.next_packet() {
             Ok(Some(p)) => p,
             Ok(None) => break None,
@@ -153,14 +165,17 @@ pub fn run(args: SplitArgs) -> Result<Outcome> {
             (Some(_), By::Nothing) => false,
         };
         if new_part {
-            close_part(&mut sink, &mut parts, &stem, &ext)?;
+            if !close_part(&mut sink, &mut parts, &stem, &ext) {
+                part_failed = true;
+                break None;
+            }
             if args.max_files.is_some_and(|m| parts.len() as u64 >= m) {
                 limit_reached = true;
                 break None;
             }
             let name = part_name(&stem, &ext, parts.len());
             sink = Some(
-                tracekit::create(&name, &options)
+                tracekit::create_checked(&name, &options, &inputs)
                     .with_context(|| format!("cannot create {name}"))?,
             );
             describer.reset();
@@ -172,24 +187,43 @@ pub fn run(args: SplitArgs) -> Result<Outcome> {
         let Some(out) = sink.as_mut() else {
             continue;
         };
-        let name = || part_name(&stem, &ext, parts.len());
         let written = if describer.is_new(id) {
             describer
                 .describe(out, id, |i| source.interface_info(i))
-                .with_context(|| format!("{} is incomplete", name()))?;
-            match source.current_packet() {
-                Some(p) => out.write_packet(&p),
-                None => Ok(()),
-            }
+                .and_then(|()| match source.current_packet() {
+                    Some(p) => out.write_packet(&p),
+                    None => Ok(()),
+                })
         } else {
             out.write_packet(&packet)
         };
-        written.with_context(|| format!("{} is incomplete", name()))?;
+        if let Err(e) = written {
+            write_error = Some(e);
+            break None;
+        }
         in_part += 1;
         part_bytes += caplen;
     };
     progress.finish();
-    close_part(&mut sink, &mut parts, &stem, &ext)?;
+    let failed_part = match write_error {
+        Some(e) => {
+            let name = part_name(&stem, &ext, parts.len());
+            if let Some(kept) = sink.take().map(Sink::salvage) {
+                let message = output::explain(&e, args.output.exact_timestamps);
+                output::report_failure("split", &name, &message, kept);
+                if let Some(n) = kept.packets().filter(|n| *n > 0) {
+                    let bytes = std::fs::metadata(&name).map_or(0, |m| m.len());
+                    parts.push(Part {
+                        file: name,
+                        packets: n,
+                        bytes,
+                    });
+                }
+            }
+            true
+        }
+        None => part_failed || !close_part(&mut sink, &mut parts, &stem, &ext),
+    };
     let mut out = std::io::stdout().lock();
     if args.json {
         serde_json::to_writer(&mut out, &parts)?;
@@ -201,6 +235,17 @@ pub fn run(args: SplitArgs) -> Result<Outcome> {
     }
     out.flush()?;
     drop(out);
+    if failed_part {
+        return Ok(Outcome::Failed);
+    }
+    // Ctrl-C is how a live capture ends: not an interruption.
+    if stop.is_stopped() && !(crate::is_live(&args.input)) {
+        eprintln!(
+            "tracekit split: interrupted after {} packets: the parts above are complete files holding them",
+            parts.iter().map(|p| p.packets).sum::<u64>()
+        );
+        return Ok(Outcome::Interrupted);
+    }
     if limit_reached {
         eprintln!(
             "tracekit split: stopped after {} parts (--max-files)",
@@ -217,16 +262,55 @@ pub fn run(args: SplitArgs) -> Result<Outcome> {
     Ok(Outcome::Ok)
 }
 
-/// Completes the part being written, if any, and lists it.
-fn close_part(sink: &mut Option<Sink>, parts: &mut Vec<Part>, stem: &str, ext: &str) -> Result<()> {
-    if let Some(done) = sink.take() {
-        let name = part_name(stem, ext, parts.len());
-        let report = output::finish("split", &name, done)?;
+/// Completes the part being written, if any, and lists it; on failure, says what the
+/// part holds, lists it if it holds packets, and returns `false`.
+fn close_part(sink: &mut Option<Sink>, parts: &mut Vec<Part>, stem: &str, ext: &str) -> bool {
+    let Some(done) = sink.take() else {
+        return true;
+    };
+    let name = part_name(stem, ext, parts.len());
+    let (packets, bytes, ok) = match done.finish_or_salvage() {
+        Ok(report) => {
+            if let Some(lost) = report.loss_summary() {
+                eprintln!("tracekit split: {name}: {lost}");
+            }
+            (report.packets, report.bytes, true)
+        }
+        Err(f) => {
+            output::report_failure("split", &name, &f.error.to_string(), f.kept);
+            let bytes = std::fs::metadata(&name).map_or(0, |m| m.len());
+            (f.kept.packets().unwrap_or(0), bytes, false)
+        }
+    };
+    if packets > 0 || ok {
         parts.push(Part {
             file: name,
-            packets: report.packets,
-            bytes: report.bytes,
+            packets,
+            bytes,
         });
+    }
+    ok
+}
+
+/// Refuses, before anything is written, a prefix one of whose parts already on disk is
+/// an input (`split d/p-000000.pcap d/p.pcap`); parts are checked again as they are
+/// created.
+fn check_parts(inputs: &InputFiles, stem: &str, ext: &str) -> Result<()> {
+    let (dir, base) = match stem.rfind('/') {
+        Some(i) => (&stem[..=i], &stem[i + 1..]),
+        None => ("", stem),
+    };
+    let listing = std::fs::read_dir(if dir.is_empty() { "." } else { dir });
+    for entry in listing.into_iter().flatten().flatten() {
+        let name = entry.file_name();
+        let Some(name) = name.to_str() else { continue };
+        let number = name
+            .strip_prefix(base)
+            .and_then(|r| r.strip_prefix('-'))
+            .and_then(|r| r.strip_suffix(ext));
+        if number.is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit())) {
+            inputs.check_output(&format!("{dir}{name}"))?;
+        }
     }
     Ok(())
 }

@@ -6,7 +6,11 @@
 //!   buffer.
 //! - [`create`] an output trace, its format taken from the name (`x.pcap`) or from
 //!   [`CreateOptions`]; [`Sink::finish`] says whether the output is complete and what the
-//!   format could not carry.
+//!   format could not carry. A file is written under a temporary name beside it and
+//!   renamed into place when complete; [`create_checked`] also refuses an output that is
+//!   one of the [`InputFiles`] under another name (compared by device and inode). When a
+//!   write fails (disk full), [`Sink::salvage`] cuts the file after its last whole packet
+//!   and says how many it holds ([`Kept`]).
 //! - [`Summary`] accumulates capinfos-style figures.
 //!
 //! Formats: classic pcap ([`tracekit_pcap`]), pcapng ([`tracekit_pcapng`]) and ERF
@@ -38,15 +42,17 @@
 
 pub mod analysis;
 mod copy;
+mod destination;
 mod format;
 pub mod merge;
 mod sink;
 mod source;
 mod summary;
 
-pub use copy::{CopyError, InterfaceDescriber, copy};
+pub use copy::{CopyError, InterfaceDescriber, copy, copy_while};
+pub use destination::{FileId, InputFiles, Kept, WriteFailure};
 pub use format::Format;
-pub use sink::{CreateOptions, Sink, create};
+pub use sink::{CreateOptions, MAX_COMPRESS_THREADS, Sink, create, create_checked};
 pub use source::{LIVE_SCHEMES, Metadata, OpenOptions, Source, is_live_uri, open, open_with};
 pub use summary::Summary;
 

@@ -2,7 +2,7 @@
 //! duplicate removal.
 
 use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+use std::collections::{BinaryHeap, HashMap, VecDeque};
 use std::hash::Hasher;
 
 use tracekit_core::{CaptureSource, Error, InterfaceInfo, Packet, Timestamp};
@@ -253,49 +253,106 @@ impl Merge {
 
 /// Duplicate packet removal as `editcap -d` does it: a packet is a duplicate when its
 /// captured bytes equal those of one of the previous `window` packets (length and a
-/// 64-bit hash compared; every packet, duplicate or not, enters the window).
+/// 64-bit hash compared; every packet, duplicate or not, enters the window). Each packet
+/// costs one hash and one table look-up, whatever the window; memory is 32 bytes or so
+/// per packet of the window, which is at most [`Dedup::MAX_WINDOW`].
 #[derive(Debug, Clone)]
 pub struct Dedup {
-    recent: Vec<(u64, usize)>,
+    /// The window's keys, oldest first.
+    recent: VecDeque<Key>,
+    /// How many times each key is in the window.
+    counts: HashMap<Key, u32>,
     window: usize,
-    next: usize,
     /// Duplicates found so far.
     pub duplicates: u64,
 }
+
+/// What identifies a packet's bytes: their hash and length.
+type Key = (u64, usize);
 
 impl Dedup {
     /// `editcap -d`'s window: the previous four packets.
     pub const DEFAULT_WINDOW: usize = 4;
 
-    /// Compares each packet with the previous `window` ones.
+    /// The largest window (`editcap -D` allows 1 000 000): about 64 MiB of keys.
+    pub const MAX_WINDOW: usize = 1 << 20;
+
+    /// Compares each packet with the previous `window` ones (at most
+    /// [`Dedup::MAX_WINDOW`]: a larger window is clamped to it).
     pub fn new(window: usize) -> Dedup {
+        let window = window.min(Dedup::MAX_WINDOW);
         Dedup {
-            recent: Vec::with_capacity(window),
+            recent: VecDeque::with_capacity(window.min(1 << 12) + 1),
+            counts: HashMap::with_capacity(window.min(1 << 12)),
             window,
-            next: 0,
             duplicates: 0,
         }
+    }
+
+    /// The window in use.
+    pub fn window(&self) -> usize {
+        self.window
     }
 
     /// Whether `packet` repeats one of the previous packets in the window; it enters
     /// the window either way.
     #[inline]
     pub fn is_duplicate(&mut self, packet: &Packet<'_>) -> bool {
-        let window = self.window;
-        if window == 0 {
+        if self.window == 0 {
             return false;
         }
         let mut h = std::hash::DefaultHasher::new();
         h.write(packet.data());
         let key = (h.finish(), packet.caplen());
-        let dup = self.recent.contains(&key);
-        if self.recent.len() < window {
-            self.recent.push(key);
-        } else {
-            self.recent[self.next] = key;
-            self.next = (self.next + 1) % window;
+        let seen = self.counts.entry(key).or_insert(0);
+        let dup = *seen > 0;
+        *seen += 1;
+        self.recent.push_back(key);
+        if self.recent.len() > self.window
+            && let Some(old) = self.recent.pop_front()
+            && let Some(n) = self.counts.get_mut(&old)
+        {
+            *n -= 1;
+            if *n == 0 {
+                self.counts.remove(&old);
+            }
         }
         self.duplicates += u64::from(dup);
         dup
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tracekit_core::{LinkType, Meta};
+
+    fn packet(data: &[u8]) -> Packet<'_> {
+        Packet::new(
+            data,
+            Meta::new(
+                Timestamp::from_nanos(0, 0),
+                data.len() as u32,
+                LinkType::ETHERNET,
+            ),
+        )
+    }
+
+    #[test]
+    fn dedup_window_slides() {
+        let mut d = Dedup::new(2);
+        let seq: [&[u8]; 6] = [b"a", b"b", b"a", b"c", b"d", b"a"];
+        let dups: Vec<bool> = seq.iter().map(|p| d.is_duplicate(&packet(p))).collect();
+        // "a" again after one packet: duplicate; after three: out of the window.
+        assert_eq!(dups, [false, false, true, false, false, false]);
+        assert_eq!(d.duplicates, 1);
+    }
+
+    #[test]
+    fn huge_windows_are_clamped_not_allocated() {
+        let mut d = Dedup::new(1 << 40);
+        assert_eq!(d.window(), Dedup::MAX_WINDOW);
+        assert!(!d.is_duplicate(&packet(b"x")));
+        assert!(d.is_duplicate(&packet(b"x")));
     }
 }

@@ -1,9 +1,8 @@
 //! Creating a trace: the output format from the name or an option, and the [`Sink`] enum
 //! over every writable format.
 
-use std::fs::File;
+use std::collections::VecDeque;
 use std::io::{self, Write};
-use std::path::Path;
 
 use tracekit_core::{
     CaptureSink, Error, InterfaceInfo, LinkType, Packet, SinkReport, TsResolution,
@@ -13,7 +12,12 @@ use tracekit_io::{CompressOptions, Compression, ParallelWriter};
 use tracekit_pcap::{PcapWriter, PcapWriterOptions};
 use tracekit_pcapng::{PcapngWriter, PcapngWriterOptions};
 
+use crate::destination::{Destination, InputFiles, Kept, Landing, WriteFailure};
 use crate::format::Format;
+
+/// The most compression threads an output uses (more are clamped to it): each thread
+/// holds two blocks of up to 4 MiB.
+pub const MAX_COMPRESS_THREADS: usize = 256;
 
 /// How [`create`] writes.
 #[derive(Debug, Clone, Copy, Default)]
@@ -27,7 +31,8 @@ pub struct CreateOptions {
     /// Whether time stamps may be rounded down to the output resolution (counted in the
     /// report). Without it, a packet whose time stamp would change is an error.
     pub allow_precision_loss: bool,
-    /// Snap length: packets are cut to it (wire length kept).
+    /// Snap length: packets are cut to it (wire length kept); 0 means no limit, as
+    /// tcpdump's `-s 0`.
     pub snaplen: Option<u32>,
     /// Link type for formats with one per file (pcap); default: the first packet's.
     pub link_type: Option<LinkType>,
@@ -36,8 +41,15 @@ pub struct CreateOptions {
     pub compression: Option<Compression>,
     /// Compression level in the codec's own range; default: the codec's.
     pub level: Option<i32>,
-    /// Compression threads; 0 (default) means one per core.
+    /// Compression threads; 0 (default) means one per core; at most
+    /// [`MAX_COMPRESS_THREADS`].
     pub threads: usize,
+    /// Write straight into the named file. By default a regular file is written to a
+    /// temporary file beside it, renamed into place by [`Sink::finish`], so that an
+    /// existing file of that name is only replaced by a complete output; live captures
+    /// write in place so that the file can be watched as it grows. Standard output,
+    /// pipes and devices are always written directly.
+    pub in_place: bool,
 }
 
 /// Where output bytes go: straight to the file or stream, or through the parallel
@@ -104,6 +116,56 @@ impl Output {
 pub struct Sink {
     kind: SinkKind,
     format: Format,
+    landing: Landing,
+    tracker: Tracker,
+}
+
+/// Which written packets are known to be in the output: the end offset of each packet
+/// still in a buffer, compared with the bytes the destination accepted.
+#[derive(Debug, Default)]
+struct Tracker {
+    /// Whether output offsets are file offsets (no compression), so that a count can be
+    /// known at all.
+    exact: bool,
+    /// Packets recorded (durable or pending).
+    recorded: u64,
+    /// End offsets of packets not yet known to be in the output, in order.
+    pending: VecDeque<u64>,
+    /// Packets known to be in the output, and where the last of them ends.
+    durable: u64,
+    durable_end: u64,
+}
+
+impl Tracker {
+    /// Notes the writer's position after a write, and what reached the output.
+    #[inline]
+    fn note(&mut self, (packets, end): (u64, u64), accepted: u64) {
+        if !self.exact {
+            return;
+        }
+        if packets > self.recorded {
+            self.recorded = packets;
+            self.pending.push_back(end);
+        }
+        self.settle(accepted);
+    }
+
+    #[inline]
+    fn settle(&mut self, accepted: u64) {
+        while let Some(&end) = self.pending.front() {
+            if end > accepted {
+                break;
+            }
+            self.pending.pop_front();
+            self.durable += 1;
+            self.durable_end = end;
+        }
+    }
+
+    fn salvage(mut self, landing: Landing) -> Kept {
+        self.settle(landing.accepted());
+        landing.salvage(self.durable, self.durable_end, self.exact)
+    }
 }
 
 enum SinkKind {
@@ -113,14 +175,26 @@ enum SinkKind {
 }
 
 /// Creates a trace for writing: a path or `-` for standard output. The format comes
-/// from `options.format`, else from the name's extension (`.pcap`, `.cap`).
+/// from `options.format`, else from the name's extension (`.pcap`, `.cap`). See
+/// [`CreateOptions::in_place`] for how a file is written.
 pub fn create(uri: &str, options: &CreateOptions) -> Result<Sink, Error> {
+    create_checked(uri, options, &InputFiles::default())
+}
+
+/// [`create`], refusing (before anything is written) an output that is one of
+/// `inputs` under any name: a hard or symbolic link, `/dev/fd/N`, standard output.
+pub fn create_checked(
+    uri: &str,
+    options: &CreateOptions,
+    inputs: &InputFiles,
+) -> Result<Sink, Error> {
     if crate::source::is_live_uri(uri) {
         return Err(Error::unsupported(
             "writing to a live interface is not supported: name a trace file",
         )
         .with_path(uri));
     }
+    inputs.check_output(uri)?;
     let (format, path) = match uri.split_once(':') {
         Some((scheme, rest)) if !rest.is_empty() && Format::from_name(scheme).is_some() => {
             (Format::from_name(scheme), rest)
@@ -142,8 +216,9 @@ pub fn create(uri: &str, options: &CreateOptions) -> Result<Sink, Error> {
     let compress = CompressOptions {
         codec: compression,
         level: options.level,
-        threads: options.threads,
+        threads: options.threads.min(MAX_COMPRESS_THREADS),
     };
+    let snaplen = options.snaplen.filter(|&s| s != 0);
     if compression != Compression::None {
         compress.checked_level().map_err(|e| e.with_path(path))?;
     } else if options.level.is_some() {
@@ -152,11 +227,8 @@ pub fn create(uri: &str, options: &CreateOptions) -> Result<Sink, Error> {
         )
         .with_path(path));
     }
-    let file: Box<dyn Write + Send> = if path == "-" {
-        Box::new(io::stdout())
-    } else {
-        Box::new(File::create(Path::new(path)).map_err(|e| Error::from(e).with_path(path))?)
-    };
+    let (destination, landing) = Destination::open(path, options.in_place)?;
+    let file: Box<dyn Write + Send> = Box::new(destination.writer);
     let out = if compression == Compression::None {
         Output::Plain(file)
     } else {
@@ -167,7 +239,7 @@ pub fn create(uri: &str, options: &CreateOptions) -> Result<Sink, Error> {
             let defaults = PcapWriterOptions::default();
             let pcap_options = PcapWriterOptions {
                 resolution: options.ts_resolution.unwrap_or(defaults.resolution),
-                snaplen: options.snaplen.unwrap_or(defaults.snaplen),
+                snaplen: snaplen.unwrap_or(defaults.snaplen),
                 link_type: options.link_type,
                 allow_precision_loss: options.allow_precision_loss,
                 ..defaults
@@ -176,19 +248,23 @@ pub fn create(uri: &str, options: &CreateOptions) -> Result<Sink, Error> {
         }
         Format::Pcapng => {
             let ng_options = PcapngWriterOptions {
-                snaplen: options.snaplen,
+                snaplen,
                 ..PcapngWriterOptions::default()
             };
             SinkKind::Pcapng(PcapngWriter::new(out, ng_options).map_err(|e| e.with_path(path))?)
         }
-        Format::Erf => SinkKind::Erf(ErfWriter::new(
-            out,
-            ErfWriterOptions {
-                snaplen: options.snaplen,
-            },
-        )),
+        Format::Erf => SinkKind::Erf(ErfWriter::new(out, ErfWriterOptions { snaplen })),
     };
-    Ok(Sink { kind, format })
+    let tracker = Tracker {
+        exact: compression == Compression::None,
+        ..Tracker::default()
+    };
+    Ok(Sink {
+        kind,
+        format,
+        landing,
+        tracker,
+    })
 }
 
 impl Sink {
@@ -197,14 +273,23 @@ impl Sink {
         self.format
     }
 
-    /// Writes one packet.
+    /// Writes one packet. After an error, call [`Sink::salvage`] to learn (and keep)
+    /// what the output holds.
     #[inline]
     pub fn write_packet(&mut self, packet: &Packet<'_>) -> Result<(), Error> {
-        match &mut self.kind {
-            SinkKind::Pcap(w) => w.write_packet(packet),
-            SinkKind::Pcapng(w) => w.write_packet(packet),
-            SinkKind::Erf(w) => w.write_packet(packet),
-        }
+        let position = match &mut self.kind {
+            SinkKind::Pcap(w) => w.write_packet(packet).map(|()| (w.packets(), w.bytes())),
+            SinkKind::Pcapng(w) => w.write_packet(packet).map(|()| (w.packets(), w.bytes())),
+            SinkKind::Erf(w) => w.write_packet(packet).map(|()| (w.packets(), w.bytes())),
+        }?;
+        self.tracker.note(position, self.landing.accepted());
+        Ok(())
+    }
+
+    /// Packets known to have reached the output so far (the rest are in buffers); 0 for
+    /// compressed outputs, whose packets are only known to be out at [`Sink::finish`].
+    pub fn packets_out(&self) -> u64 {
+        self.tracker.durable
     }
 
     /// Tells the sink what the source knows of interface `id` (name, description, link
@@ -217,17 +302,60 @@ impl Sink {
         }
     }
 
-    /// Flushes, completes compression, and reports; `Ok` means the output is complete.
+    /// Flushes, completes compression, renames a temporary file into place, and
+    /// reports; `Ok` means the output is complete. On failure the output keeps every
+    /// whole packet it can ([`Sink::finish_or_salvage`] says how many).
     pub fn finish(self) -> Result<SinkReport, Error> {
-        let (out, mut report) = match self.kind {
-            SinkKind::Pcap(w) => w.finish_into_inner()?,
-            SinkKind::Pcapng(w) => w.finish_into_inner()?,
-            SinkKind::Erf(w) => w.finish_into_inner()?,
-        };
-        if let Some(bytes) = out.finish()? {
-            report.bytes = bytes;
+        self.finish_or_salvage().map_err(|f| f.error)
+    }
+
+    /// [`Sink::finish`], saying on failure what the output holds (see [`Kept`]).
+    pub fn finish_or_salvage(self) -> Result<SinkReport, WriteFailure> {
+        let Sink {
+            kind,
+            landing,
+            tracker,
+            ..
+        } = self;
+        let finished = (|| {
+            let (out, mut report) = match kind {
+                SinkKind::Pcap(w) => w.finish_into_inner()?,
+                SinkKind::Pcapng(w) => w.finish_into_inner()?,
+                SinkKind::Erf(w) => w.finish_into_inner()?,
+            };
+            if let Some(bytes) = out.finish()? {
+                report.bytes = bytes;
+            }
+            Ok(report)
+        })();
+        match finished {
+            Ok(report) => match landing.commit() {
+                Ok(()) => Ok(report),
+                Err(error) => Err(WriteFailure {
+                    error,
+                    kept: Kept::Nothing,
+                }),
+            },
+            Err(error) => Err(WriteFailure {
+                error,
+                kept: tracker.salvage(landing),
+            }),
         }
-        Ok(report)
+    }
+
+    /// After a failed write: stops writing and keeps what can be kept — an uncompressed
+    /// file is cut after its last whole packet and renamed into place; a compressed one,
+    /// which cannot be completed, is removed. Says what the output holds.
+    pub fn salvage(self) -> Kept {
+        let Sink {
+            kind,
+            landing,
+            tracker,
+            ..
+        } = self;
+        // Dropping the writer hands its buffer to the output as far as it goes.
+        drop(kind);
+        tracker.salvage(landing)
     }
 }
 

@@ -57,6 +57,17 @@ impl<W: Write> ErfWriter<W> {
         }
     }
 
+    /// Packets written so far (handed to the output; some may still sit in the buffer).
+    pub fn packets(&self) -> u64 {
+        self.packets
+    }
+
+    /// Bytes of the file so far, headers included, where the last written packet ends
+    /// (handed to the output; some may still sit in the buffer).
+    pub fn bytes(&self) -> u64 {
+        self.bytes
+    }
+
     /// Writes one packet as one record.
     pub fn write_packet(&mut self, packet: &Packet<'_>) -> Result<(), Error> {
         let meta = packet.meta();

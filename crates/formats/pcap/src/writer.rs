@@ -107,6 +107,17 @@ impl<W: Write> PcapWriter<W> {
         })
     }
 
+    /// Packets written so far (handed to the output; some may still sit in the buffer).
+    pub fn packets(&self) -> u64 {
+        self.packets
+    }
+
+    /// Bytes of the file so far, headers included, where the last written packet ends
+    /// (handed to the output; some may still sit in the buffer).
+    pub fn bytes(&self) -> u64 {
+        self.bytes
+    }
+
     /// Options in use.
     pub fn options(&self) -> &PcapWriterOptions {
         &self.options
@@ -156,8 +167,13 @@ impl<W: Write> PcapWriter<W> {
         let res = self.options.resolution;
         if !meta.ts.is_exact_in(res) {
             if !self.options.allow_precision_loss {
+                let hint = if res == TsResolution::MICRO {
+                    "allow precision loss to round it, or write ns"
+                } else {
+                    "allow precision loss to round it, or write pcapng"
+                };
                 return Err(Error::would_lose(format!(
-                    "time stamp {} cannot be written exactly in {res} resolution (allow precision loss, or write ns)",
+                    "time stamp {} cannot be written exactly in {res} resolution ({hint})",
                     meta.ts
                 ))
                 .with_packet(self.packets + 1));

@@ -1,5 +1,6 @@
 //! pcapng writer.
 
+use std::collections::HashSet;
 use std::io::{BufWriter, Write};
 
 use tracekit_core::{
@@ -86,6 +87,9 @@ pub struct PcapngWriter<W: Write> {
     options: PcapngWriterOptions,
     started: bool,
     idbs: Vec<Idb>,
+    /// Source interfaces that have an IDB, so that asking is O(1) (a file may describe
+    /// hundreds of thousands of interfaces).
+    with_idb: HashSet<u32>,
     described: Vec<Option<InterfaceInfo>>,
     last: Option<usize>,
     scratch: Vec<u8>,
@@ -102,6 +106,7 @@ impl<W: Write> PcapngWriter<W> {
             options,
             started: false,
             idbs: Vec::new(),
+            with_idb: HashSet::new(),
             described: Vec::new(),
             last: None,
             scratch: Vec::with_capacity(256),
@@ -109,6 +114,17 @@ impl<W: Write> PcapngWriter<W> {
             bytes: 0,
             losses: Losses::default(),
         })
+    }
+
+    /// Packets written so far (handed to the output; some may still sit in the buffer).
+    pub fn packets(&self) -> u64 {
+        self.packets
+    }
+
+    /// Bytes of the file so far, headers included, where the last written packet ends
+    /// (handed to the output; some may still sit in the buffer).
+    pub fn bytes(&self) -> u64 {
+        self.bytes
     }
 
     fn put_option(buf: &mut Vec<u8>, order: ByteOrder, code: u16, value: &[u8]) {
@@ -158,12 +174,8 @@ impl<W: Write> PcapngWriter<W> {
         self.start()?;
         // Keep interface numbers: interfaces below this one that were never described or
         // seen (ERF numbers them without declaring them) get placeholder IDBs.
-        while (self.idbs.len() as u32) < source_interface
-            && !self
-                .idbs
-                .iter()
-                .any(|i| i.source_interface == source_interface)
-        {
+        let has_idb = self.with_idb.contains(&source_interface);
+        while (self.idbs.len() as u32) < source_interface && !has_idb {
             let missing = self.idbs.len() as u32;
             self.write_one_idb(missing, link, res)?;
         }
@@ -225,6 +237,7 @@ impl<W: Write> PcapngWriter<W> {
             link,
             res,
         });
+        self.with_idb.insert(source_interface);
         Ok(self.idbs.len() - 1)
     }
 
@@ -239,7 +252,7 @@ impl<W: Write> PcapngWriter<W> {
             return Ok(());
         }
         self.described[slot] = Some(info.clone());
-        if !self.idbs.iter().any(|i| i.source_interface == id) {
+        if !self.with_idb.contains(&id) {
             self.write_idb(id, info.link_type, output_resolution(info.ts_resolution))?;
         }
         Ok(())

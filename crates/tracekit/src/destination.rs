@@ -1,0 +1,467 @@
+//! Where output bytes go, safely: never onto an input, through a temporary file renamed
+//! into place when complete, with a count of the bytes the destination accepted so that
+//! a failed write can say exactly which packets the file holds.
+
+use std::fmt;
+use std::fs::{self, File};
+use std::io::{self, Write};
+use std::os::fd::AsFd;
+use std::os::unix::fs::{FileTypeExt, MetadataExt};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use tracekit_core::Error;
+
+use crate::format::Format;
+
+/// The identity of a file: its device and inode. Two names with the same identity are
+/// the same file, whatever the path says (hard links, symbolic links, `/dev/fd/N`,
+/// `/dev/stdin`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct FileId {
+    dev: u64,
+    ino: u64,
+}
+
+impl FileId {
+    /// The file `path` names, following symbolic links; `None` when it does not exist.
+    pub fn of_path(path: impl AsRef<Path>) -> Option<FileId> {
+        let meta = fs::metadata(path).ok()?;
+        Some(FileId {
+            dev: meta.dev(),
+            ino: meta.ino(),
+        })
+    }
+
+    /// The file a trace URI reads or writes: `-` is standard input (`stdin`) or output,
+    /// `pcap:x` is `x`; live interfaces have none.
+    pub fn of_uri(uri: &str, stdin: bool) -> Option<FileId> {
+        match uri_path(uri)? {
+            "-" if stdin => FileId::of_path("/dev/stdin"),
+            "-" => FileId::of_path("/dev/stdout"),
+            path => FileId::of_path(path),
+        }
+    }
+}
+
+/// The path in a trace URI (`pcap:x.pcap` → `x.pcap`); `None` for live interfaces.
+fn uri_path(uri: &str) -> Option<&str> {
+    if let Some((scheme, rest)) = uri.split_once(':')
+        && !rest.is_empty()
+    {
+        let scheme = scheme.to_ascii_lowercase();
+        if matches!(
+            scheme.as_str(),
+            "afpacket" | "ring" | "int" | "pcapint" | "dag"
+        ) {
+            return None;
+        }
+        if scheme == "file" || Format::from_name(&scheme).is_some() {
+            return Some(rest);
+        }
+    }
+    Some(uri)
+}
+
+/// The files a program reads, so that no output is written onto one of them.
+///
+/// ```no_run
+/// use tracekit::{CreateOptions, InputFiles};
+///
+/// let inputs = InputFiles::new(["in.pcap"]);
+/// // Refused before anything is written when out.pcap is in.pcap under another name.
+/// let sink = tracekit::create_checked("out.pcap", &CreateOptions::default(), &inputs)?;
+/// # Ok::<(), tracekit::Error>(())
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct InputFiles {
+    files: Vec<(String, FileId)>,
+}
+
+impl InputFiles {
+    /// The files behind these input URIs (`-`: whatever standard input is).
+    pub fn new<S: AsRef<str>>(uris: impl IntoIterator<Item = S>) -> InputFiles {
+        let mut inputs = InputFiles::default();
+        for uri in uris {
+            inputs.add(uri.as_ref());
+        }
+        inputs
+    }
+
+    /// Adds the file behind an input URI.
+    pub fn add(&mut self, uri: &str) {
+        if let Some(id) = FileId::of_uri(uri, true) {
+            self.files.push((uri.to_string(), id));
+        }
+    }
+
+    /// An error naming the input when writing `output` would write onto it.
+    pub fn check_output(&self, output: &str) -> Result<(), Error> {
+        let Some(id) = FileId::of_uri(output, false) else {
+            return Ok(());
+        };
+        match self.files.iter().find(|(_, input)| *input == id) {
+            Some((input, _)) => Err(Error::invalid_argument(format!(
+                "the output {output} is the input {input} (the same file): refusing to overwrite it"
+            ))),
+            None => Ok(()),
+        }
+    }
+}
+
+/// What an output holds after a failed write (see [`crate::Sink::salvage`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kept {
+    /// The file is a complete trace of the first `n` packets: it was cut after the last
+    /// whole packet that reached it (and renamed into place).
+    Whole(u64),
+    /// Nothing was kept: no whole packet reached the file, or it was compressed and its
+    /// stream cannot be completed; the temporary file was removed and any earlier file
+    /// of that name is untouched.
+    Nothing,
+    /// A stream or device (standard output, a pipe, `/dev/...`) received the first
+    /// `packets` whole packets, then part of the next one when `partial`.
+    Sent {
+        /// Whole packets received.
+        packets: u64,
+        /// Whether part of one more packet followed them.
+        partial: bool,
+    },
+    /// A compressed stream: how much of it can be read back is not known.
+    Unknown,
+}
+
+impl Kept {
+    /// Whole packets the output holds, when known.
+    pub fn packets(self) -> Option<u64> {
+        match self {
+            Kept::Whole(n) | Kept::Sent { packets: n, .. } => Some(n),
+            Kept::Nothing => Some(0),
+            Kept::Unknown => None,
+        }
+    }
+}
+
+impl fmt::Display for Kept {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            Kept::Whole(1) => f.write_str("is a complete file holding the first packet"),
+            Kept::Whole(n) => write!(f, "is a complete file holding the first {n} packets"),
+            Kept::Nothing => f.write_str("was not written (no whole packet could be stored)"),
+            Kept::Sent {
+                packets: 0,
+                partial: false,
+            } => f.write_str("received no packet"),
+            Kept::Sent {
+                packets,
+                partial: false,
+            } => write!(f, "received the first {packets} packets"),
+            Kept::Sent {
+                packets,
+                partial: true,
+            } => write!(
+                f,
+                "received the first {packets} whole packets, then part of the next one"
+            ),
+            Kept::Unknown => f.write_str("is an incomplete compressed stream"),
+        }
+    }
+}
+
+/// A failed output: the error and what the output holds.
+#[derive(Debug)]
+pub struct WriteFailure {
+    /// Why writing stopped.
+    pub error: Error,
+    /// What the output holds.
+    pub kept: Kept,
+}
+
+impl fmt::Display for WriteFailure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.error)
+    }
+}
+
+impl std::error::Error for WriteFailure {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.error)
+    }
+}
+
+/// A writer that counts the bytes its destination accepted.
+pub(crate) struct Counted<W> {
+    inner: W,
+    accepted: Arc<AtomicU64>,
+}
+
+impl<W: Write> Write for Counted<W> {
+    #[inline]
+    fn write(&mut self, data: &[u8]) -> io::Result<usize> {
+        let n = self.inner.write(data)?;
+        self.accepted.fetch_add(n as u64, Ordering::Relaxed);
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+/// A temporary file that becomes the output when renamed; removed if dropped first.
+struct Staging {
+    temp: PathBuf,
+    dest: PathBuf,
+    done: bool,
+}
+
+impl Staging {
+    fn commit(mut self) -> Result<(), Error> {
+        self.done = true;
+        fs::rename(&self.temp, &self.dest).map_err(|e| {
+            let _ = fs::remove_file(&self.temp);
+            Error::from(e).with_path(&self.dest)
+        })
+    }
+}
+
+impl Drop for Staging {
+    fn drop(&mut self) {
+        if !self.done {
+            let _ = fs::remove_file(&self.temp);
+        }
+    }
+}
+
+/// An opened output destination.
+pub(crate) struct Destination {
+    /// Where the bytes go (counted).
+    pub writer: Counted<Box<dyn Write + Send>>,
+}
+
+/// What is left of a destination once its writer is handed over.
+pub(crate) struct Landing {
+    /// Bytes the destination accepted.
+    accepted: Arc<AtomicU64>,
+    /// The same file, to cut it after the last whole packet (regular files only).
+    file: Option<File>,
+    /// The temporary file to rename into place.
+    staging: Option<Staging>,
+}
+
+impl Destination {
+    /// Opens `path` (`-`: standard output) for writing. A regular file (or a new name)
+    /// is written to a temporary file beside it unless `in_place`; devices, pipes and
+    /// `/dev/...`, `/proc/...` names are written directly.
+    pub fn open(path: &str, in_place: bool) -> Result<(Destination, Landing), Error> {
+        let accepted = Arc::new(AtomicU64::new(0));
+        let (out, file, staging): (Box<dyn Write + Send>, _, _) = if path == "-" {
+            // Unbuffered, so that the count is what reached the descriptor.
+            let fd = io::stdout()
+                .as_fd()
+                .try_clone_to_owned()
+                .map_err(|e| Error::from(e).with_path("-"))?;
+            (Box::new(File::from(fd)), None, None)
+        } else {
+            let special = path.starts_with("/dev/")
+                || path.starts_with("/proc/")
+                || fs::metadata(path).is_ok_and(|m| {
+                    let t = m.file_type();
+                    t.is_char_device() || t.is_block_device() || t.is_fifo() || t.is_socket()
+                });
+            if fs::metadata(path).is_ok_and(|m| m.is_dir()) {
+                return Err(Error::invalid_argument("the output is a directory").with_path(path));
+            }
+            if special || in_place {
+                let file = File::create(path).map_err(|e| Error::from(e).with_path(path))?;
+                let regular = file.metadata().is_ok_and(|m| m.is_file());
+                let clone = if regular { file.try_clone().ok() } else { None };
+                (Box::new(file), clone, None)
+            } else {
+                let (file, staging) = stage(path)?;
+                let clone = file
+                    .try_clone()
+                    .map_err(|e| Error::from(e).with_path(path))?;
+                (Box::new(file), Some(clone), Some(staging))
+            }
+        };
+        let writer = Counted {
+            inner: out,
+            accepted: Arc::clone(&accepted),
+        };
+        Ok((
+            Destination { writer },
+            Landing {
+                accepted,
+                file,
+                staging,
+            },
+        ))
+    }
+}
+
+/// Creates a temporary file beside `path` (beside its target when it is a symbolic
+/// link, so that the link keeps pointing at the output).
+fn stage(path: &str) -> Result<(File, Staging), Error> {
+    let dest = match fs::symlink_metadata(path) {
+        Ok(m) if m.file_type().is_symlink() => {
+            fs::canonicalize(path).map_err(|e| Error::from(e).with_path(path))?
+        }
+        _ => PathBuf::from(path),
+    };
+    let dir = match dest.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let name = dest
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .ok_or_else(|| Error::invalid_argument("the output names no file").with_path(path))?;
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    loop {
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let temp = dir.join(format!(".{name}.tracekit-{}-{n}.part", std::process::id()));
+        match fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&temp)
+        {
+            Ok(file) => {
+                let staging = Staging {
+                    temp,
+                    dest,
+                    done: false,
+                };
+                return Ok((file, staging));
+            }
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(Error::from(e).with_path(path)),
+        }
+    }
+}
+
+impl Landing {
+    /// Bytes the destination accepted so far.
+    #[inline]
+    pub fn accepted(&self) -> u64 {
+        self.accepted.load(Ordering::Relaxed)
+    }
+
+    /// The output is complete: renames it into place.
+    pub fn commit(self) -> Result<(), Error> {
+        match self.staging {
+            Some(s) => s.commit(),
+            None => Ok(()),
+        }
+    }
+
+    /// Writing failed: keeps the first `packets` packets, which end at byte `end`, when
+    /// `exact` (uncompressed); see [`Kept`].
+    pub fn salvage(self, packets: u64, end: u64, exact: bool) -> Kept {
+        let accepted = self.accepted();
+        if !exact {
+            // A compressed stream cut short cannot be completed.
+            return match self.staging {
+                Some(_) => Kept::Nothing,
+                None => Kept::Unknown,
+            };
+        }
+        let Some(file) = self.file else {
+            return Kept::Sent {
+                packets,
+                partial: accepted > end,
+            };
+        };
+        if packets == 0 {
+            // Nothing worth keeping: the staging file goes (dropped), an in-place one is
+            // emptied.
+            let _ = file.set_len(0);
+            return Kept::Nothing;
+        }
+        if file.set_len(end).is_err() {
+            return Kept::Sent {
+                packets,
+                partial: accepted > end,
+            };
+        }
+        drop(file);
+        match self.staging {
+            Some(s) => match s.commit() {
+                Ok(()) => Kept::Whole(packets),
+                Err(_) => Kept::Nothing,
+            },
+            None => Kept::Whole(packets),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn same_file_under_other_names() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = dir.path().join("a.pcap");
+        fs::write(&a, b"x").unwrap();
+        let hard = dir.path().join("hard.pcap");
+        fs::hard_link(&a, &hard).unwrap();
+        let soft = dir.path().join("soft.pcap");
+        std::os::unix::fs::symlink(&a, &soft).unwrap();
+        let other = dir.path().join("other.pcap");
+        fs::write(&other, b"x").unwrap();
+        let s = |p: &Path| p.to_str().unwrap().to_string();
+        let inputs = InputFiles::new([format!("pcap:{}", s(&a))]);
+        for same in [&a, &hard, &soft] {
+            let e = inputs.check_output(&s(same)).unwrap_err().to_string();
+            assert!(e.contains("refusing to overwrite"), "{e}");
+        }
+        inputs.check_output(&s(&other)).unwrap();
+        inputs
+            .check_output(&s(&dir.path().join("new.pcap")))
+            .unwrap();
+        assert_eq!(uri_path("afpacket:eth0"), None);
+        assert_eq!(uri_path("erf:x.erf"), Some("x.erf"));
+        assert_eq!(uri_path("c:x"), Some("c:x"));
+    }
+
+    #[test]
+    fn staging_renames_on_commit_and_removes_otherwise() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("o.pcap");
+        let name = out.to_str().unwrap();
+        let (mut d, landing) = Destination::open(name, false).unwrap();
+        d.writer.write_all(b"hello").unwrap();
+        assert!(!out.exists(), "written to a temporary file first");
+        drop(d);
+        assert_eq!(landing.accepted(), 5);
+        landing.commit().unwrap();
+        assert_eq!(fs::read(&out).unwrap(), b"hello");
+
+        let (mut d, landing) = Destination::open(name, false).unwrap();
+        d.writer.write_all(b"abcdefgh").unwrap();
+        drop(d);
+        drop(landing);
+        assert_eq!(
+            fs::read(&out).unwrap(),
+            b"hello",
+            "the old file is untouched"
+        );
+        assert_eq!(
+            fs::read_dir(dir.path()).unwrap().count(),
+            1,
+            "no temporary left"
+        );
+
+        let (mut d, landing) = Destination::open(name, false).unwrap();
+        d.writer.write_all(b"abcdefgh").unwrap();
+        drop(d);
+        assert_eq!(landing.salvage(2, 6, true), Kept::Whole(2));
+        assert_eq!(
+            fs::read(&out).unwrap(),
+            b"abcdef",
+            "cut after the last whole packet"
+        );
+    }
+}
