@@ -2,13 +2,16 @@
 
 use crate::bytes::{be16, be32};
 
-mod field {
+pub(crate) mod field {
     use std::ops::Range;
     pub const DST: Range<usize> = 0..6;
     pub const SRC: Range<usize> = 6..12;
     pub const TYPE: usize = 12;
     pub const LEN: usize = 14;
 }
+
+/// The largest value of the type field that is an 802.3 length rather than an EtherType.
+pub(crate) const MAX_LENGTH: u16 = 1500;
 
 /// EtherType values the decoder dispatches on.
 pub mod ethertype {
