@@ -3,6 +3,7 @@
 use std::net::Ipv4Addr;
 
 use crate::bytes::be16;
+use crate::checksum::internet_checksum;
 
 mod field {
     pub const VER_IHL: usize = 0;
@@ -114,7 +115,7 @@ impl<'a> Ipv4Header<'a> {
     /// Whether the header checksum is right (only when the whole header was captured).
     pub fn checksum_ok(&self) -> Option<bool> {
         let h = self.bytes.get(..self.header_len())?;
-        Some(crate::internet_checksum(h, 0) == 0)
+        Some(internet_checksum(h, 0) == 0)
     }
 }
 

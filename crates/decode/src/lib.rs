@@ -51,6 +51,7 @@
 
 mod anomaly;
 mod bytes;
+mod checksum;
 pub mod dns;
 pub mod dump;
 mod ethernet;
@@ -1103,21 +1104,4 @@ impl<'a> Decoded<'a> {
             _ => None,
         }
     }
-}
-
-/// The Internet checksum of `data` folded with `initial` (0 when the data includes its
-/// own checksum field and is correct).
-pub(crate) fn internet_checksum(data: &[u8], initial: u32) -> u16 {
-    let mut sum = initial;
-    let mut chunks = data.chunks_exact(2);
-    for c in chunks.by_ref() {
-        sum += u32::from(u16::from_be_bytes([c[0], c[1]]));
-    }
-    if let [last] = chunks.remainder() {
-        sum += u32::from(*last) << 8;
-    }
-    while sum >> 16 != 0 {
-        sum = (sum & 0xffff) + (sum >> 16);
-    }
-    !(sum as u16)
 }
