@@ -259,8 +259,6 @@ pub struct Decoded<'a> {
     link: Cell<Option<LinkInfo>>,
     net: Cell<Option<NetInfo>>,
     anomalies: Cell<Anomalies>,
-    /// A packet quoted inside an ICMP error (decoded for field lookups only).
-    quoted: bool,
 }
 
 impl<'a> Decoded<'a> {
@@ -290,7 +288,6 @@ impl<'a> Decoded<'a> {
             link: Cell::new(None),
             net: Cell::new(None),
             anomalies: Cell::new(Anomalies::NONE),
-            quoted: false,
         }
     }
 
