@@ -185,6 +185,18 @@ impl Anomalies {
     pub(crate) fn union(self, other: Anomalies) -> Anomalies {
         Anomalies(self.0 | other.0)
     }
+
+    /// The view a check returned, or `None` with the check's reason added to the set.
+    #[inline]
+    pub(crate) fn noted<T>(&mut self, checked: Result<T, Anomaly>) -> Option<T> {
+        match checked {
+            Ok(v) => Some(v),
+            Err(a) => {
+                self.insert(a);
+                None
+            }
+        }
+    }
 }
 
 impl fmt::Debug for Anomalies {

@@ -181,6 +181,15 @@ pub enum LinkKind {
     Unknown,
 }
 
+/// The link layer proper (after capture meta headers).
+#[derive(Clone, Copy, Debug)]
+pub struct LinkLayer<'a> {
+    /// What kind of link it is.
+    pub kind: LinkKind,
+    /// Its bytes, from the start of the link header to the end of the capture.
+    pub bytes: &'a [u8],
+}
+
 /// The link walk's result, cached by `Decoded`.
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct LinkInfo {
@@ -702,17 +711,47 @@ pub(crate) fn chain(
     li
 }
 
+/// The VLAN tags the walk `li` over `b` met, outermost first.
+pub(crate) fn vlans<'a>(b: &'a [u8], li: &LinkInfo) -> impl Iterator<Item = Vlan> + use<'a> {
+    shims(b, li, li.vlan_count).filter_map(|s| match s {
+        Shim::Vlan(v) => Some(v),
+        Shim::Mpls(_) => None,
+    })
+}
+
+/// The MPLS labels the walk `li` over `b` met, top first.
+pub(crate) fn mpls_labels<'a>(
+    b: &'a [u8],
+    li: &LinkInfo,
+) -> impl Iterator<Item = MplsLabel> + use<'a> {
+    shims(b, li, li.mpls_count).filter_map(|s| match s {
+        Shim::Mpls(l) => Some(l),
+        Shim::Vlan(_) => None,
+    })
+}
+
+/// The shim headers again (none unless the walk `met` some of the kind wanted).
+fn shims<'a>(b: &'a [u8], li: &LinkInfo, met: u8) -> impl Iterator<Item = Shim> + use<'a> {
+    let walk = (met != 0).then_some(ShimWalk {
+        b,
+        et: li.chain_type,
+        off: li.chain_off as usize,
+        steps: 0,
+    });
+    walk.into_iter().flatten()
+}
+
 /// Re-walks the chain for [`crate::Decoded::vlans`] and [`crate::Decoded::mpls_labels`].
 #[derive(Clone, Debug)]
-pub(crate) struct ShimWalk<'a> {
-    pub b: &'a [u8],
-    pub et: u16,
-    pub off: usize,
-    pub steps: u8,
+struct ShimWalk<'a> {
+    b: &'a [u8],
+    et: u16,
+    off: usize,
+    steps: u8,
 }
 
 /// One shim header met on the way to the network layer.
-pub(crate) enum Shim {
+enum Shim {
     Vlan(Vlan),
     Mpls(MplsLabel),
 }

@@ -1,5 +1,6 @@
 //! TCP headers and options.
 
+use crate::anomaly::Anomaly;
 use crate::ipv4::OptionIter;
 
 mod field {
@@ -47,10 +48,40 @@ impl<'a> TcpHeader<'a> {
     /// Length of the fixed header.
     pub const FIXED_LEN: usize = field::FIXED_LEN;
 
-    /// A view of `bytes` if the fixed header is there.
+    /// A view of `bytes` if the fixed header is there ([`Anomaly::TcpTruncated`] if not).
     #[inline]
-    pub fn new_checked(bytes: &'a [u8]) -> Option<TcpHeader<'a>> {
-        (bytes.len() >= field::FIXED_LEN).then_some(TcpHeader { bytes })
+    pub fn new_checked(bytes: &'a [u8]) -> Result<TcpHeader<'a>, Anomaly> {
+        if bytes.len() < field::FIXED_LEN {
+            return Err(Anomaly::TcpTruncated);
+        }
+        Ok(TcpHeader { bytes })
+    }
+
+    /// What is wrong with the data offset, if anything, for a segment of `segment` bytes
+    /// (by the IP header) of which `captured` were captured.
+    #[inline]
+    pub(crate) fn offset_anomaly(&self, segment: usize, captured: usize) -> Option<Anomaly> {
+        let hlen = self.header_len();
+        if hlen < field::FIXED_LEN {
+            Some(Anomaly::TcpDataOffsetTooSmall)
+        } else if hlen > segment {
+            Some(Anomaly::TcpDataOffsetBeyondSegment)
+        } else if hlen > captured {
+            Some(Anomaly::TcpOptionsTruncated)
+        } else {
+            None
+        }
+    }
+
+    /// [`Anomaly::TcpOptionOverrun`] when an option that was captured whole is malformed
+    /// (options cut by the capture are a truncation, noted by [`Self::offset_anomaly`]).
+    pub(crate) fn options_anomaly(&self) -> Option<Anomaly> {
+        if self.header_len() > self.bytes.len() {
+            return None;
+        }
+        let mut opts = self.options();
+        for _ in opts.by_ref() {}
+        opts.overran().then_some(Anomaly::TcpOptionOverrun)
     }
 
     #[inline]
