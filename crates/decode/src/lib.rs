@@ -66,6 +66,7 @@ mod net;
 mod radiotap;
 mod sctp;
 mod tcp;
+#[macro_use]
 mod transport;
 mod tunnel;
 mod udp;
@@ -94,23 +95,6 @@ pub use udp::UdpHeader;
 use link::LinkInfo;
 use net::{L4State, NetInfo};
 
-/// Accessors for one [`Transport`] variant each.
-macro_rules! transport_views {
-    ($( $(#[$doc:meta])* $name:ident -> $view:ident = $variant:ident; )*) => {
-        impl<'a> Decoded<'a> {
-            $(
-                $(#[$doc])*
-                pub fn $name(&self) -> Option<$view<'a>> {
-                    match self.transport()? {
-                        Transport::$variant(h) => Some(h),
-                        _ => None,
-                    }
-                }
-            )*
-        }
-    };
-}
-
 transport_views! {
     /// The UDP header, if this is a UDP packet with its header captured.
     udp -> UdpHeader = Udp;
@@ -128,9 +112,6 @@ transport_views! {
 pub const DEFAULT_MAX_DEPTH: u8 = 8;
 
 /// A packet being decoded. Cheap to create; see the crate documentation.
-///
-/// The walks themselves live in the protocol modules; this type remembers how far they
-/// went (the link and network walks are memoized) and what they found wrong.
 #[derive(Clone)]
 pub struct Decoded<'a> {
     data: &'a [u8],
@@ -174,15 +155,6 @@ impl<'a> Decoded<'a> {
         }
     }
 
-    /// A decode of `data`, carried inside this packet, one level deeper.
-    fn nested(&self, data: &'a [u8], framing: Framing, wire_len: u32) -> Decoded<'a> {
-        let mut d = Decoded::with_framing(data, framing, wire_len);
-        d.depth = self.depth + 1;
-        d.max_depth = self.max_depth;
-        d.ports = self.ports;
-        d
-    }
-
     /// Uses other UDP ports for VXLAN, Geneve and GTP-U (0 disables one).
     pub fn tunnel_ports(mut self, ports: TunnelPorts) -> Decoded<'a> {
         self.ports = ports;
@@ -221,10 +193,7 @@ impl<'a> Decoded<'a> {
 
     #[inline]
     fn link_info(&self) -> LinkInfo {
-        match self.link.get() {
-            Some(li) => li,
-            None => self.walk_link(),
-        }
+        self.link.get().unwrap_or_else(|| self.walk_link())
     }
 
     fn walk_link(&self) -> LinkInfo {
@@ -235,12 +204,7 @@ impl<'a> Decoded<'a> {
 
     /// The link layer proper, after capture meta headers.
     pub fn link(&self) -> LinkLayer<'a> {
-        let li = self.link_info();
-        let bytes = self.data.get(li.l2_off as usize..li.end as usize);
-        LinkLayer {
-            kind: li.kind,
-            bytes: bytes.unwrap_or(&[]),
-        }
+        self.link_info().layer(self.data)
     }
 
     /// The Ethernet header, when the link layer is Ethernet (including ERF Ethernet and
@@ -289,10 +253,7 @@ impl<'a> Decoded<'a> {
 
     #[inline]
     fn net(&self) -> NetInfo {
-        match self.net.get() {
-            Some(n) => n,
-            None => self.walk_net(),
-        }
+        self.net.get().unwrap_or_else(|| self.walk_net())
     }
 
     fn walk_net(&self) -> NetInfo {
@@ -355,21 +316,21 @@ impl<'a> Decoded<'a> {
         }
     }
 
-    /// The transport-layer bytes (from the header on, to the end of the IP packet or of
-    /// the capture), if the transport header is in this packet.
+    /// The network walk, and the transport-layer bytes (from the header on, to the end
+    /// of the IP packet or of the capture) if the transport header is in this packet.
     #[inline]
-    fn l4_bytes(&self, n: &NetInfo) -> Option<&'a [u8]> {
+    fn l4(&self) -> Option<(NetInfo, &'a [u8])> {
+        let n = self.net();
         if n.l4 != L4State::Present {
             return None;
         }
-        self.data.get(n.l4_off as usize..n.avail_end as usize)
+        Some((n, self.data.get(n.l4_off as usize..n.avail_end as usize)?))
     }
 
     /// The transport layer, if the network layer leads to one (not for non-first
     /// fragments).
     pub fn transport(&self) -> Option<Transport<'a>> {
-        let n = self.net();
-        let b = self.l4_bytes(&n)?;
+        let (n, b) = self.l4()?;
         Some(self.noting(|an| transport::classify(&n, b, an)))
     }
 
@@ -377,31 +338,29 @@ impl<'a> Decoded<'a> {
     /// fixed header captured.
     #[inline]
     pub fn tcp(&self) -> Option<TcpHeader<'a>> {
-        let n = self.net();
+        let (n, b) = self.l4()?;
         if n.proto != ip_proto::TCP {
             return None;
         }
-        let b = self.l4_bytes(&n)?;
         self.noting(|an| transport::tcp(&n, b, an))
     }
 
     /// Source port (TCP, UDP, SCTP), if the transport header was captured.
     #[inline]
     pub fn src_port(&self) -> Option<u16> {
-        let n = self.net();
-        transport::port(&n, self.l4_bytes(&n)?, transport::SRC_PORT)
+        let (n, b) = self.l4()?;
+        transport::port(&n, b, transport::SRC_PORT)
     }
 
     /// Destination port (TCP, UDP, SCTP), if the transport header was captured.
     #[inline]
     pub fn dst_port(&self) -> Option<u16> {
-        let n = self.net();
-        transport::port(&n, self.l4_bytes(&n)?, transport::DST_PORT)
+        let (n, b) = self.l4()?;
+        transport::port(&n, b, transport::DST_PORT)
     }
 
     fn payload_range(&self) -> Option<(usize, usize)> {
-        let n = self.net();
-        let b = self.l4_bytes(&n)?;
+        let (n, b) = self.l4()?;
         self.noting(|an| transport::payload_range(&n, b, an))
     }
 
@@ -415,20 +374,13 @@ impl<'a> Decoded<'a> {
     /// The length of the application data as the headers declare it (IP length minus
     /// IP and transport headers; for UDP the UDP length), whatever the capture kept.
     pub fn payload_wire_len(&self) -> Option<u32> {
-        let n = self.net();
-        let b = self.l4_bytes(&n)?;
+        let (n, b) = self.l4()?;
         self.noting(|an| transport::payload_wire_len(&n, b, an))
     }
 
     /// The 5-tuple, if the packet is IP (ports 0 where there are none).
     pub fn flow_key(&self) -> Option<FlowKey> {
-        Some(FlowKey {
-            src: self.src_addr()?,
-            dst: self.dst_addr()?,
-            src_port: self.src_port().unwrap_or(0),
-            dst_port: self.dst_port().unwrap_or(0),
-            protocol: self.net().proto,
-        })
+        FlowKey::of(self)
     }
 
     /// A hash of the flow equal for both directions, if the packet is IP.
@@ -437,8 +389,7 @@ impl<'a> Decoded<'a> {
     }
 
     fn tunnel_at(&self) -> Option<tunnel::Found<'a>> {
-        let n = self.net();
-        let b = self.l4_bytes(&n)?;
+        let (n, b) = self.l4()?;
         self.noting(|an| tunnel::find(&n, b, self.ports, an))
     }
 
@@ -457,7 +408,11 @@ impl<'a> Decoded<'a> {
         }
         let n = self.net();
         let data = self.data.get(off..n.avail_end as usize)?;
-        Some(self.nested(data, framing, n.declared_end.saturating_sub(off as u32)))
+        let mut d = Decoded::with_framing(data, framing, n.declared_end.saturating_sub(off as u32));
+        d.depth = self.depth + 1;
+        d.max_depth = self.max_depth;
+        d.ports = self.ports;
+        Some(d)
     }
 
     /// Decodes every layer (following tunnels) and returns what was found truncated or

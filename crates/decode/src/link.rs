@@ -212,6 +212,17 @@ pub(crate) struct LinkInfo {
 /// An FCS at the end of the frame.
 const FCS_LEN: u32 = 4;
 
+impl LinkInfo {
+    /// The link layer proper in `data`, the bytes this walk went over.
+    pub(crate) fn layer<'a>(&self, data: &'a [u8]) -> LinkLayer<'a> {
+        let bytes = data.get(self.l2_off as usize..self.end as usize);
+        LinkLayer {
+            kind: self.kind,
+            bytes: bytes.unwrap_or(&[]),
+        }
+    }
+}
+
 const MAX_VLANS: u8 = 8;
 const MAX_MPLS: u8 = 16;
 

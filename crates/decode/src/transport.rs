@@ -60,6 +60,23 @@ pub enum Transport<'a> {
     },
 }
 
+/// `Decoded` accessors for one [`Transport`] variant each (the list is in `lib.rs`).
+macro_rules! transport_views {
+    ($( $(#[$doc:meta])* $name:ident -> $view:ident = $variant:ident; )*) => {
+        impl<'a> Decoded<'a> {
+            $(
+                $(#[$doc])*
+                pub fn $name(&self) -> Option<$view<'a>> {
+                    match self.transport()? {
+                        Transport::$variant(h) => Some(h),
+                        _ => None,
+                    }
+                }
+            )*
+        }
+    };
+}
+
 /// Where TCP, UDP and SCTP keep their ports.
 pub(crate) const SRC_PORT: usize = 0;
 pub(crate) const DST_PORT: usize = 2;
