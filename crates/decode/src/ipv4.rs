@@ -253,6 +253,7 @@ impl<'a> Iterator for OptionIter<'a> {
                             return None;
                         }
                     };
+                    // After the kind and length bytes.
                     let data = &self.bytes[2..len];
                     self.bytes = &self.bytes[len..];
                     return Some((kind, data));

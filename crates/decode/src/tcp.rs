@@ -16,6 +16,18 @@ mod field {
     pub const FIXED_LEN: usize = 20;
 }
 
+/// Option kinds with a decoded [`TcpOption`] (RFC 9293, 2018, 7323).
+mod option_kind {
+    pub const MSS: u8 = 2;
+    pub const WINDOW_SCALE: u8 = 3;
+    pub const SACK_PERMITTED: u8 = 4;
+    pub const SACK: u8 = 5;
+    pub const TIMESTAMPS: u8 = 8;
+}
+
+/// The bytes of one SACK block (left and right edge).
+const SACK_BLOCK_LEN: usize = 8;
+
 /// TCP flag bits as in [`TcpHeader::flags`].
 pub mod flags {
     /// FIN.
@@ -222,7 +234,7 @@ pub struct SackBlocks<'a> {
 impl SackBlocks<'_> {
     /// The blocks as `(left edge, right edge)`.
     pub fn iter(&self) -> impl Iterator<Item = (u32, u32)> + '_ {
-        self.data.chunks_exact(8).map(|c| {
+        self.data.chunks_exact(SACK_BLOCK_LEN).map(|c| {
             (
                 u32::from_be_bytes([c[0], c[1], c[2], c[3]]),
                 u32::from_be_bytes([c[4], c[5], c[6], c[7]]),
@@ -232,7 +244,7 @@ impl SackBlocks<'_> {
 
     /// Number of blocks.
     pub fn len(&self) -> usize {
-        self.data.len() / 8
+        self.data.len() / SACK_BLOCK_LEN
     }
 
     /// Whether there are no blocks.
@@ -262,16 +274,19 @@ impl<'a> Iterator for TcpOptions<'a> {
     #[inline]
     fn next(&mut self) -> Option<TcpOption<'a>> {
         let (kind, data) = self.raw.next()?;
+        // The lengths are those of the option data, after kind and length.
         let opt = match (kind, data.len()) {
-            (2, 2) => TcpOption::Mss(u16::from_be_bytes([data[0], data[1]])),
-            (3, 1) => TcpOption::WindowScale(data[0]),
-            (4, 0) => TcpOption::SackPermitted,
-            (5, n) if n % 8 == 0 && n > 0 => TcpOption::Sack(SackBlocks { data }),
-            (8, 8) => TcpOption::Timestamps {
+            (option_kind::MSS, 2) => TcpOption::Mss(u16::from_be_bytes([data[0], data[1]])),
+            (option_kind::WINDOW_SCALE, 1) => TcpOption::WindowScale(data[0]),
+            (option_kind::SACK_PERMITTED, 0) => TcpOption::SackPermitted,
+            (option_kind::SACK, n) if n % SACK_BLOCK_LEN == 0 && n > 0 => {
+                TcpOption::Sack(SackBlocks { data })
+            }
+            (option_kind::TIMESTAMPS, 8) => TcpOption::Timestamps {
                 value: u32::from_be_bytes([data[0], data[1], data[2], data[3]]),
                 echo: u32::from_be_bytes([data[4], data[5], data[6], data[7]]),
             },
-            (2..=5 | 8, _) => {
+            (option_kind::MSS..=option_kind::SACK | option_kind::TIMESTAMPS, _) => {
                 self.bad_len = true;
                 TcpOption::Unknown { kind, data }
             }
