@@ -182,6 +182,7 @@ impl Anomalies {
             .filter(move |a| self.contains(*a))
     }
 
+    #[inline]
     pub(crate) fn union(self, other: Anomalies) -> Anomalies {
         Anomalies(self.0 | other.0)
     }

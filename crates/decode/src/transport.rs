@@ -163,8 +163,14 @@ pub(crate) fn payload_range(n: &NetInfo, b: &[u8], an: &mut Anomalies) -> Option
 }
 
 /// The length of the application data as the headers declare it, whatever the capture
-/// kept (see [`crate::Decoded::payload_wire_len`]).
-pub(crate) fn payload_wire_len(n: &NetInfo, b: &[u8], an: &mut Anomalies) -> Option<u32> {
+/// kept (see [`crate::Decoded::payload_wire_len`]); for protocols other than TCP and UDP
+/// from where `payload_range` says the data starts.
+#[inline]
+pub(crate) fn payload_wire_len(
+    n: &NetInfo,
+    b: &[u8],
+    payload_range: impl FnOnce() -> Option<(usize, usize)>,
+) -> Option<u32> {
     let seg = n.segment_len();
     let len = match n.proto {
         ip_proto::TCP => {
@@ -178,7 +184,7 @@ pub(crate) fn payload_wire_len(n: &NetInfo, b: &[u8], an: &mut Anomalies) -> Opt
                 .saturating_sub(UdpHeader::LEN)
         }
         _ => {
-            let (s, _) = payload_range(n, b, an)?;
+            let (s, _) = payload_range()?;
             (n.declared_end as usize).saturating_sub(s)
         }
     };
