@@ -3,6 +3,8 @@
 //! - [`Packet`] (borrowed bytes + [`Meta`]) and [`OwnedPacket`] (`packet.to_owned()`);
 //! - [`Timestamp`]: 32.32 fixed point since the epoch, exact for µs, ns and ERF sources;
 //! - [`LinkType`]: the pcap `LINKTYPE_*` registry, unknown values kept;
+//! - [`ErfType`]: the ERF record types and what each carries, for the ERF reader and the
+//!   decoder alike;
 //! - [`CaptureSource`] / [`CaptureSink`]: what every format implements; `next_packet`
 //!   lends the packet so a zero-copy buffer cannot be reused while it is borrowed;
 //! - [`Error`]: one error type carrying the file, byte offset and packet number;
@@ -24,6 +26,7 @@
 #![forbid(unsafe_code)]
 
 mod byteorder;
+mod erf_type;
 mod error;
 mod interface;
 mod linktype;
@@ -33,6 +36,7 @@ mod source;
 mod timestamp;
 
 pub use byteorder::ByteOrder;
+pub use erf_type::{ErfPayload, ErfType};
 pub use error::{Error, ErrorKind, Result};
 pub use interface::InterfaceInfo;
 pub use linktype::LinkType;

@@ -182,8 +182,21 @@ impl Anomalies {
             .filter(move |a| self.contains(*a))
     }
 
+    #[inline]
     pub(crate) fn union(self, other: Anomalies) -> Anomalies {
         Anomalies(self.0 | other.0)
+    }
+
+    /// The view a check returned, or `None` with the check's reason added to the set.
+    #[inline]
+    pub(crate) fn noted<T>(&mut self, checked: Result<T, Anomaly>) -> Option<T> {
+        match checked {
+            Ok(v) => Some(v),
+            Err(a) => {
+                self.insert(a);
+                None
+            }
+        }
     }
 }
 

@@ -21,7 +21,59 @@
 use std::fmt;
 use std::net::{Ipv4Addr, Ipv6Addr};
 
-use crate::bytes::{be16, be32};
+use crate::bytes::{be16, be32, field_be16};
+use crate::ip_proto;
+
+/// The message header.
+mod field {
+    use core::ops::Range;
+    pub const ID: Range<usize> = 0..2;
+    pub const FLAGS: Range<usize> = 2..4;
+    pub const QDCOUNT: Range<usize> = 4..6;
+    pub const ANCOUNT: Range<usize> = 6..8;
+    pub const NSCOUNT: Range<usize> = 8..10;
+    pub const ARCOUNT: Range<usize> = 10..12;
+    pub const LEN: usize = 12;
+}
+
+/// After a question's name.
+mod question {
+    pub const TYPE: usize = 0;
+    pub const CLASS: usize = 2;
+    pub const LEN: usize = 4;
+}
+
+/// After a resource record's name.
+mod record {
+    pub const TYPE: usize = 0;
+    pub const CLASS: usize = 2;
+    pub const TTL: usize = 4;
+    pub const RDLENGTH: usize = 8;
+    pub const LEN: usize = 10;
+}
+
+/// UDP ports that carry DNS messages: DNS, mDNS, LLMNR.
+pub const UDP_PORTS: [u16; 3] = [53, 5353, 5355];
+/// The TCP port that carries DNS messages (each after a 2-byte length).
+pub const TCP_PORT: u16 = 53;
+/// The length prefix of a DNS message over TCP.
+const TCP_LENGTH_LEN: usize = 2;
+
+/// The DNS message a transport `payload` carries, if protocol `proto` between ports
+/// `sp` and `dp` is DNS: UDP on any of [`UDP_PORTS`], or a TCP segment on [`TCP_PORT`]
+/// that starts a message.
+pub(crate) fn in_transport(proto: u8, sp: u16, dp: u16, payload: &[u8]) -> Option<Message<'_>> {
+    match proto {
+        ip_proto::UDP if UDP_PORTS.iter().any(|p| *p == sp || *p == dp) => Message::new(payload),
+        ip_proto::TCP if sp == TCP_PORT || dp == TCP_PORT => {
+            let len = usize::from(be16(payload, 0)?);
+            let body = payload.get(TCP_LENGTH_LEN..)?;
+            (len >= Message::HEADER_LEN).then_some(())?;
+            Message::new(body)
+        }
+        _ => None,
+    }
+}
 
 /// Record types with a decoded [`RData`].
 pub mod rtype {
@@ -61,7 +113,7 @@ pub struct Message<'a> {
 
 impl<'a> Message<'a> {
     /// Header length.
-    pub const HEADER_LEN: usize = 12;
+    pub const HEADER_LEN: usize = field::LEN;
 
     /// A view of `bytes` (the UDP payload, or a TCP message after its length prefix).
     pub fn new(bytes: &'a [u8]) -> Option<Message<'a>> {
@@ -73,18 +125,14 @@ impl<'a> Message<'a> {
         self.bytes
     }
 
-    fn u16_at(&self, i: usize) -> u16 {
-        u16::from_be_bytes([self.bytes[i], self.bytes[i + 1]])
-    }
-
     /// Transaction id.
     pub fn id(&self) -> u16 {
-        self.u16_at(0)
+        field_be16(self.bytes, field::ID)
     }
 
     /// The flags word (QR, opcode, AA, TC, RD, RA, Z, AD, CD, rcode).
     pub fn flags(&self) -> u16 {
-        self.u16_at(2)
+        field_be16(self.bytes, field::FLAGS)
     }
 
     /// QR: a response.
@@ -109,22 +157,22 @@ impl<'a> Message<'a> {
 
     /// Question count.
     pub fn qdcount(&self) -> u16 {
-        self.u16_at(4)
+        field_be16(self.bytes, field::QDCOUNT)
     }
 
     /// Answer count.
     pub fn ancount(&self) -> u16 {
-        self.u16_at(6)
+        field_be16(self.bytes, field::ANCOUNT)
     }
 
     /// Authority count.
     pub fn nscount(&self) -> u16 {
-        self.u16_at(8)
+        field_be16(self.bytes, field::NSCOUNT)
     }
 
     /// Additional count.
     pub fn arcount(&self) -> u16 {
-        self.u16_at(10)
+        field_be16(self.bytes, field::ARCOUNT)
     }
 
     /// The questions; stops at the first one that does not fit in the message.
@@ -407,12 +455,18 @@ impl<'a> Iterator for Questions<'a> {
             off: self.off,
         };
         let end = skip_name(self.msg, self.off);
-        let fields = end.and_then(|e| Some((be16(self.msg, e)?, be16(self.msg, e + 2)?, e)));
+        let fields = end.and_then(|e| {
+            Some((
+                be16(self.msg, e + question::TYPE)?,
+                be16(self.msg, e + question::CLASS)?,
+                e,
+            ))
+        });
         let Some((qtype, qclass, e)) = fields else {
             self.left = 0;
             return None;
         };
-        self.off = e + 4;
+        self.off = e + question::LEN;
         self.left -= 1;
         Some(Question {
             name,
@@ -621,11 +675,11 @@ impl<'a> Iterator for Records<'a> {
         }
         let parsed = (|| {
             let e = skip_name(self.msg, self.off)?;
-            let rtype = be16(self.msg, e)?;
-            let class = be16(self.msg, e + 2)?;
-            let ttl = be32(self.msg, e + 4)?;
-            let rdata_len = usize::from(be16(self.msg, e + 8)?);
-            let rdata_off = e + 10;
+            let rtype = be16(self.msg, e + record::TYPE)?;
+            let class = be16(self.msg, e + record::CLASS)?;
+            let ttl = be32(self.msg, e + record::TTL)?;
+            let rdata_len = usize::from(be16(self.msg, e + record::RDLENGTH)?);
+            let rdata_off = e + record::LEN;
             (rdata_off + rdata_len <= self.msg.len()).then_some(Record {
                 name: Name {
                     msg: self.msg,

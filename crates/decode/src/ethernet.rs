@@ -1,14 +1,20 @@
 //! Ethernet II / 802.3 frames, 802.1Q/802.1ad tags, MPLS label stack entries, PPPoE.
 
-use crate::bytes::{be16, be32};
+use crate::anomaly::Anomaly;
+use crate::bytes::{be16, be32, field_be16};
 
-mod field {
-    use std::ops::Range;
+pub(crate) mod field {
+    use core::ops::Range;
     pub const DST: Range<usize> = 0..6;
     pub const SRC: Range<usize> = 6..12;
+    /// Where the type field starts (it is [`TYPE_FIELD`] long).
     pub const TYPE: usize = 12;
+    pub const TYPE_FIELD: Range<usize> = TYPE..TYPE + 2;
     pub const LEN: usize = 14;
 }
+
+/// The largest value of the type field that is an 802.3 length rather than an EtherType.
+pub(crate) const MAX_LENGTH: u16 = 1500;
 
 /// EtherType values the decoder dispatches on.
 pub mod ethertype {
@@ -50,9 +56,12 @@ impl<'a> EthernetHeader<'a> {
     /// Header length.
     pub const LEN: usize = field::LEN;
 
-    /// A view of `bytes` if the fixed header is there.
-    pub fn new_checked(bytes: &'a [u8]) -> Option<EthernetHeader<'a>> {
-        (bytes.len() >= field::LEN).then_some(EthernetHeader { bytes })
+    /// A view of `bytes` if the fixed header is there ([`Anomaly::LinkTruncated`] if not).
+    pub fn new_checked(bytes: &'a [u8]) -> Result<EthernetHeader<'a>, Anomaly> {
+        if bytes.len() < field::LEN {
+            return Err(Anomaly::LinkTruncated);
+        }
+        Ok(EthernetHeader { bytes })
     }
 
     /// Destination MAC address.
@@ -71,7 +80,7 @@ impl<'a> EthernetHeader<'a> {
 
     /// The EtherType, or the 802.3 length when 1500 or below.
     pub fn ethertype(&self) -> u16 {
-        u16::from_be_bytes([self.bytes[field::TYPE], self.bytes[field::TYPE + 1]])
+        field_be16(self.bytes, field::TYPE_FIELD)
     }
 }
 

@@ -121,9 +121,25 @@ impl fmt::Display for Field {
     }
 }
 
-/// The decode levels of a packet: the packet itself, then each tunnel payload inward.
-fn levels<'a>(d: &Decoded<'a>) -> impl Iterator<Item = Decoded<'a>> {
-    std::iter::successors(Some(d.clone()), |d| d.inner().or_else(|| quoted(d)))
+/// One decode level of a packet, and whether it is a packet quoted inside an ICMP error
+/// (decoded for field lookups only; its VLAN tags are not the packet's).
+struct Level<'a> {
+    d: Decoded<'a>,
+    quoted: bool,
+}
+
+/// The decode levels of a packet: the packet itself, then each tunnel payload (or quoted
+/// packet) inward.
+fn levels<'a>(d: &Decoded<'a>) -> impl Iterator<Item = Level<'a>> {
+    let top = Level {
+        d: d.clone(),
+        quoted: false,
+    };
+    std::iter::successors(Some(top), |l| {
+        l.d.inner()
+            .map(|d| Level { d, quoted: false })
+            .or_else(|| quoted(&l.d).map(|d| Level { d, quoted: true }))
+    })
 }
 
 /// The packet an ICMP or ICMPv6 error quotes, decoded the way tshark does.
@@ -139,12 +155,11 @@ fn quoted<'a>(d: &Decoded<'a>) -> Option<Decoded<'a>> {
     let p = d.payload()?;
     let mut q = Decoded::from_bytes(p, tracekit_core::LinkType::RAW, p.len() as u32);
     q.depth = d.depth() + 1;
-    q.quoted = true;
     Some(q)
 }
 
 fn first<'a, T>(d: &Decoded<'a>, f: impl Fn(&Decoded<'a>) -> Option<T>) -> Option<T> {
-    levels(d).find_map(|l| f(&l))
+    levels(d).find_map(|l| f(&l.d))
 }
 
 fn join<T: fmt::Display>(out: &mut String, items: impl Iterator<Item = T>) {
@@ -216,7 +231,7 @@ pub fn write_field<'a>(
                 out,
                 levels(d)
                     .filter(|l| !l.quoted)
-                    .flat_map(|l| l.vlans().map(|v| v.id)),
+                    .flat_map(|l| l.d.vlans().map(|v| v.id)),
             );
             Ok(())
         }

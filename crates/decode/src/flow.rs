@@ -2,6 +2,8 @@
 
 use std::net::IpAddr;
 
+use crate::Decoded;
+
 /// The 5-tuple of a packet. Ports are 0 for protocols without them and for non-first
 /// fragments.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -19,6 +21,17 @@ pub struct FlowKey {
 }
 
 impl FlowKey {
+    /// The key of a decoded packet, if it is IP (see [`Decoded::flow_key`]).
+    pub(crate) fn of(d: &Decoded<'_>) -> Option<FlowKey> {
+        Some(FlowKey {
+            src: d.src_addr()?,
+            dst: d.dst_addr()?,
+            src_port: d.src_port().unwrap_or(0),
+            dst_port: d.dst_port().unwrap_or(0),
+            protocol: d.ip_protocol()?,
+        })
+    }
+
     /// The key seen from the other direction.
     pub fn reversed(&self) -> FlowKey {
         FlowKey {

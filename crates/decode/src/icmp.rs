@@ -1,5 +1,28 @@
 //! ICMP and ICMPv6 headers.
 
+use crate::anomaly::Anomaly;
+use crate::bytes::{field_be16, field_be32};
+
+mod field {
+    use core::ops::Range;
+    pub const TYPE: usize = 0;
+    pub const CODE: usize = 1;
+    pub const CHECKSUM: Range<usize> = 2..4;
+    /// ICMP (v4) only: identifier and sequence, or unused / next-hop MTU.
+    pub const REST_OF_HEADER: Range<usize> = 4..8;
+    pub const LEN: usize = 8;
+    /// ICMPv6: type, code and checksum; the message body follows.
+    pub const V6_LEN: usize = 4;
+}
+
+/// ICMP types that quote the offending packet: destination unreachable, source quench,
+/// redirect, time exceeded, parameter problem.
+const ERROR_TYPES: [u8; 5] = [3, 4, 5, 11, 12];
+
+/// ICMPv6 types that quote the offending packet: destination unreachable, packet too
+/// big, time exceeded, parameter problem.
+const V6_ERROR_TYPES: core::ops::RangeInclusive<u8> = 1..=4;
+
 /// An ICMP (v4) header whose 8 bytes were captured.
 #[derive(Clone, Copy, Debug)]
 pub struct IcmpHeader<'a> {
@@ -8,37 +31,44 @@ pub struct IcmpHeader<'a> {
 
 impl<'a> IcmpHeader<'a> {
     /// Header length.
-    pub const LEN: usize = 8;
+    pub const LEN: usize = field::LEN;
 
-    /// A view of `bytes` if the header is there.
-    pub fn new_checked(bytes: &'a [u8]) -> Option<IcmpHeader<'a>> {
-        (bytes.len() >= Self::LEN).then_some(IcmpHeader { bytes })
+    /// A view of `bytes` if the header is there ([`Anomaly::IcmpTruncated`] if not).
+    pub fn new_checked(bytes: &'a [u8]) -> Result<IcmpHeader<'a>, Anomaly> {
+        if bytes.len() < field::LEN {
+            return Err(Anomaly::IcmpTruncated);
+        }
+        Ok(IcmpHeader { bytes })
     }
 
     /// Type.
+    #[inline]
     pub fn icmp_type(&self) -> u8 {
-        self.bytes[0]
+        self.bytes[field::TYPE]
     }
 
     /// Code.
+    #[inline]
     pub fn code(&self) -> u8 {
-        self.bytes[1]
+        self.bytes[field::CODE]
     }
 
     /// Checksum field.
+    #[inline]
     pub fn checksum(&self) -> u16 {
-        u16::from_be_bytes([self.bytes[2], self.bytes[3]])
+        field_be16(self.bytes, field::CHECKSUM)
     }
 
     /// The second 32-bit word (identifier and sequence for echo, unused or MTU for errors).
+    #[inline]
     pub fn rest_of_header(&self) -> u32 {
-        u32::from_be_bytes([self.bytes[4], self.bytes[5], self.bytes[6], self.bytes[7]])
+        field_be32(self.bytes, field::REST_OF_HEADER)
     }
 
     /// Whether this type quotes the offending packet (unreachable, source quench,
     /// redirect, time exceeded, parameter problem).
     pub fn is_error(&self) -> bool {
-        matches!(self.icmp_type(), 3 | 4 | 5 | 11 | 12)
+        ERROR_TYPES.contains(&self.icmp_type())
     }
 }
 
@@ -50,35 +80,41 @@ pub struct Icmpv6Header<'a> {
 
 impl<'a> Icmpv6Header<'a> {
     /// Length of the type, code and checksum.
-    pub const LEN: usize = 4;
+    pub const LEN: usize = field::V6_LEN;
 
-    /// A view of `bytes` if the header is there.
-    pub fn new_checked(bytes: &'a [u8]) -> Option<Icmpv6Header<'a>> {
-        (bytes.len() >= Self::LEN).then_some(Icmpv6Header { bytes })
+    /// A view of `bytes` if the header is there ([`Anomaly::Icmpv6Truncated`] if not).
+    pub fn new_checked(bytes: &'a [u8]) -> Result<Icmpv6Header<'a>, Anomaly> {
+        if bytes.len() < field::V6_LEN {
+            return Err(Anomaly::Icmpv6Truncated);
+        }
+        Ok(Icmpv6Header { bytes })
     }
 
     /// Type.
+    #[inline]
     pub fn icmp_type(&self) -> u8 {
-        self.bytes[0]
+        self.bytes[field::TYPE]
     }
 
     /// Code.
+    #[inline]
     pub fn code(&self) -> u8 {
-        self.bytes[1]
+        self.bytes[field::CODE]
     }
 
     /// Checksum field.
+    #[inline]
     pub fn checksum(&self) -> u16 {
-        u16::from_be_bytes([self.bytes[2], self.bytes[3]])
+        field_be16(self.bytes, field::CHECKSUM)
     }
 
     /// The message body after type, code and checksum.
     pub fn body(&self) -> &'a [u8] {
-        &self.bytes[4..]
+        &self.bytes[field::V6_LEN..]
     }
 
     /// Whether this type quotes the offending packet (types 1–4).
     pub fn is_error(&self) -> bool {
-        (1..=4).contains(&self.icmp_type())
+        V6_ERROR_TYPES.contains(&self.icmp_type())
     }
 }

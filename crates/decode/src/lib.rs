@@ -45,6 +45,7 @@
 
 mod anomaly;
 mod bytes;
+mod checksum;
 pub mod dns;
 pub mod dump;
 mod ethernet;
@@ -55,9 +56,12 @@ mod icmp;
 mod ipv4;
 mod ipv6;
 mod link;
+mod net;
 mod radiotap;
 mod sctp;
 mod tcp;
+#[macro_use]
+mod transport;
 mod tunnel;
 mod udp;
 
@@ -73,172 +77,33 @@ pub use gre::GreHeader;
 pub use icmp::{IcmpHeader, Icmpv6Header};
 pub use ipv4::{Ipv4Header, OptionIter};
 pub use ipv6::{ExtHeader, ExtIter, Ipv6Header, ext as ipv6_ext};
-pub use link::{Framing, LinkKind};
+pub use link::{Framing, LinkKind, LinkLayer};
+pub use net::{Fragment, Layer3};
 pub use radiotap::RadioTap;
 pub use sctp::SctpHeader;
 pub use tcp::{SackBlocks, TcpHeader, TcpOption, TcpOptions, flags as tcp_flags};
-pub use tunnel::TunnelPorts;
+pub use transport::{Transport, ip_proto};
+pub use tunnel::{Tunnel, TunnelPorts};
 pub use udp::UdpHeader;
 
-use bytes::{be16, be32, u8_at};
-use link::{LinkInfo, Shim, ShimWalk};
-use tunnel::{TunnelError, UdpTunnel};
+use link::LinkInfo;
+use net::{L4State, NetInfo};
 
-/// IP protocol numbers the decoder dispatches on.
-pub mod ip_proto {
-    /// ICMP.
-    pub const ICMP: u8 = 1;
-    /// IPv4 encapsulation.
-    pub const IPIP: u8 = 4;
-    /// TCP.
-    pub const TCP: u8 = 6;
-    /// UDP.
-    pub const UDP: u8 = 17;
-    /// IPv6 encapsulation (6in4, IPv6-in-IPv6).
-    pub const IPV6: u8 = 41;
-    /// GRE.
-    pub const GRE: u8 = 47;
-    /// ICMPv6.
-    pub const ICMPV6: u8 = 58;
-    /// SCTP.
-    pub const SCTP: u8 = 132;
+transport_views! {
+    /// The UDP header, if this is a UDP packet with its header captured.
+    udp -> UdpHeader = Udp;
+    /// The ICMP header.
+    icmp -> IcmpHeader = Icmp;
+    /// The ICMPv6 header.
+    icmpv6 -> Icmpv6Header = Icmpv6;
+    /// The SCTP common header.
+    sctp -> SctpHeader = Sctp;
+    /// The GRE header.
+    gre -> GreHeader = Gre;
 }
 
 /// How deep [`Decoded::inner`] follows nested tunnels by default.
 pub const DEFAULT_MAX_DEPTH: u8 = 8;
-
-/// Fragment information from an IPv4 header or an IPv6 fragment header.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Fragment {
-    /// Identification (16 bits for IPv4, 32 for IPv6).
-    pub id: u32,
-    /// Offset of this fragment's data in bytes.
-    pub offset: u16,
-    /// More fragments follow.
-    pub more: bool,
-}
-
-impl Fragment {
-    /// Whether this is the first fragment (offset 0), the only one with a transport
-    /// header.
-    pub fn is_first(&self) -> bool {
-        self.offset == 0
-    }
-}
-
-/// The link layer proper (after capture meta headers).
-#[derive(Clone, Copy, Debug)]
-pub struct LinkLayer<'a> {
-    /// What kind of link it is.
-    pub kind: LinkKind,
-    /// Its bytes, from the start of the link header to the end of the capture.
-    pub bytes: &'a [u8],
-}
-
-/// The network layer.
-#[derive(Clone, Copy, Debug)]
-pub enum Layer3<'a> {
-    /// IPv4.
-    Ipv4(Ipv4Header<'a>),
-    /// IPv6.
-    Ipv6(Ipv6Header<'a>),
-    /// ARP (the bytes from the ARP header on).
-    Arp(&'a [u8]),
-    /// Anything else, by EtherType (0 when the link layer does not name it).
-    Other {
-        /// The EtherType.
-        ethertype: u16,
-        /// The bytes from the network layer on.
-        bytes: &'a [u8],
-    },
-}
-
-/// The transport layer.
-#[derive(Clone, Copy, Debug)]
-pub enum Transport<'a> {
-    /// TCP.
-    Tcp(TcpHeader<'a>),
-    /// UDP.
-    Udp(UdpHeader<'a>),
-    /// ICMP.
-    Icmp(IcmpHeader<'a>),
-    /// ICMPv6.
-    Icmpv6(Icmpv6Header<'a>),
-    /// SCTP.
-    Sctp(SctpHeader<'a>),
-    /// GRE.
-    Gre(GreHeader<'a>),
-    /// A known protocol whose fixed header was not captured completely.
-    Truncated {
-        /// The protocol number.
-        protocol: u8,
-        /// The bytes that were captured.
-        bytes: &'a [u8],
-    },
-    /// Any other protocol (including IP-in-IP and ESP).
-    Other {
-        /// The protocol number.
-        protocol: u8,
-        /// The bytes from the transport header on.
-        bytes: &'a [u8],
-    },
-}
-
-/// An encapsulation found in the packet; [`Decoded::inner`] decodes its payload.
-#[derive(Clone, Copy, Debug)]
-pub enum Tunnel<'a> {
-    /// IPv4 or IPv6 directly inside IP (protocol 4 or 41).
-    IpInIp {
-        /// The outer protocol number (4 or 41).
-        protocol: u8,
-    },
-    /// GRE.
-    Gre(GreHeader<'a>),
-    /// VXLAN.
-    Vxlan {
-        /// Network identifier.
-        vni: u32,
-    },
-    /// Geneve.
-    Geneve {
-        /// Network identifier.
-        vni: u32,
-        /// Payload EtherType.
-        protocol: u16,
-    },
-    /// GTP-U (G-PDU messages).
-    GtpU {
-        /// Tunnel endpoint identifier.
-        teid: u32,
-    },
-}
-
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-enum L4State {
-    /// No transport header can be reached.
-    #[default]
-    Absent,
-    /// The transport header starts at `l4_off` (possibly truncated).
-    Present,
-    /// A non-first fragment: the protocol is known, the header is elsewhere.
-    Fragment,
-}
-
-/// The network walk's result, cached by `Decoded`.
-#[derive(Clone, Copy, Debug, Default)]
-struct NetInfo {
-    /// 0 (no IP), 4 or 6.
-    version: u8,
-    ip_off: u32,
-    l4_off: u32,
-    /// Where the IP header says the packet ends (may be past the capture).
-    declared_end: u32,
-    /// The end of the usable bytes: the declared end clamped to the capture.
-    avail_end: u32,
-    proto: u8,
-    l4: L4State,
-    frag: Option<Fragment>,
-}
 
 /// A packet being decoded. Cheap to create; see the crate documentation.
 #[derive(Clone)]
@@ -252,8 +117,6 @@ pub struct Decoded<'a> {
     link: Cell<Option<LinkInfo>>,
     net: Cell<Option<NetInfo>>,
     anomalies: Cell<Anomalies>,
-    /// A packet quoted inside an ICMP error (decoded for field lookups only).
-    quoted: bool,
 }
 
 impl<'a> Decoded<'a> {
@@ -283,7 +146,6 @@ impl<'a> Decoded<'a> {
             link: Cell::new(None),
             net: Cell::new(None),
             anomalies: Cell::new(Anomalies::NONE),
-            quoted: false,
         }
     }
 
@@ -314,95 +176,58 @@ impl<'a> Decoded<'a> {
         self.depth
     }
 
-    fn note(&self, a: Anomaly) {
-        let mut s = self.anomalies.get();
-        s.insert(a);
-        self.anomalies.set(s);
+    /// Runs `f`, keeping the anomalies it finds. (It starts from an empty set so that
+    /// the usual case, nothing found, costs a test rather than a load and a store.)
+    #[inline]
+    fn noting<T>(&self, f: impl FnOnce(&mut Anomalies) -> T) -> T {
+        let mut found = Anomalies::NONE;
+        let r = f(&mut found);
+        if !found.is_empty() {
+            self.anomalies.set(self.anomalies.get().union(found));
+        }
+        r
     }
 
     #[inline]
     fn link_info(&self) -> LinkInfo {
-        if let Some(li) = self.link.get() {
-            return li;
-        }
-        self.walk_link()
+        self.link.get().unwrap_or_else(|| self.walk_link())
     }
 
     fn walk_link(&self) -> LinkInfo {
-        let mut an = self.anomalies.get();
-        let mut li = link::walk(self.data, self.framing, &mut an);
-        li.end = li.end.min(self.data.len() as u32);
-        li.l3_off = li.l3_off.min(li.end);
-        self.anomalies.set(an);
+        let li = self.noting(|an| link::walk(self.data, self.framing, an));
         self.link.set(Some(li));
         li
     }
 
     /// The link layer proper, after capture meta headers.
     pub fn link(&self) -> LinkLayer<'a> {
-        let li = self.link_info();
-        let bytes = self
-            .data
-            .get(li.l2_off as usize..li.end as usize)
-            .unwrap_or(&[]);
-        LinkLayer {
-            kind: li.kind,
-            bytes,
-        }
+        self.link_info().layer(self.data)
     }
 
     /// The Ethernet header, when the link layer is Ethernet (including ERF Ethernet and
     /// Ethernet inside tunnels).
     pub fn ethernet(&self) -> Option<EthernetHeader<'a>> {
         let l = self.link();
-        match l.kind {
-            LinkKind::Ethernet => EthernetHeader::new_checked(l.bytes),
-            _ => None,
-        }
+        (l.kind == LinkKind::Ethernet)
+            .then(|| EthernetHeader::new_checked(l.bytes).ok())
+            .flatten()
     }
 
     /// The RadioTap header fields, for RadioTap captures.
     pub fn radiotap(&self) -> Option<RadioTap> {
-        if self.framing != Framing::Link(LinkType::IEEE802_11_RADIOTAP) {
-            return None;
-        }
-        RadioTap::parse(self.data)
-    }
-
-    fn shims(&self) -> ShimWalk<'a> {
-        let li = self.link_info();
-        ShimWalk {
-            b: self.data,
-            et: li.chain_type,
-            off: li.chain_off as usize,
-            steps: 0,
-        }
+        (self.framing == Framing::Link(LinkType::IEEE802_11_RADIOTAP))
+            .then(|| RadioTap::parse(self.data))
+            .flatten()
     }
 
     /// The VLAN tags, outermost first.
     pub fn vlans(&self) -> impl Iterator<Item = Vlan> + use<'a> {
-        let walk = if self.link_info().vlan_count == 0 {
-            None
-        } else {
-            Some(self.shims())
-        };
-        walk.into_iter().flatten().filter_map(|s| match s {
-            Shim::Vlan(v) => Some(v),
-            Shim::Mpls(_) => None,
-        })
+        link::vlans(self.data, &self.link_info())
     }
 
     /// The MPLS label stack, top first.
     pub fn mpls_labels(&self) -> impl Iterator<Item = MplsLabel> + use<'a> {
-        let walk = if self.link_info().mpls_count == 0 {
-            None
-        } else {
-            Some(self.shims())
-        };
-        walk.into_iter().flatten().filter_map(|s| match s {
-            Shim::Mpls(l) => Some(l),
-            Shim::Vlan(_) => None,
-        })
+        link::mpls_labels(self.data, &self.link_info())
     }
 
     /// The EtherType of the network layer (0 when the link layer does not name one).
@@ -418,227 +243,37 @@ impl<'a> Decoded<'a> {
             ethertype::IPV4 => self.ipv4().map(Layer3::Ipv4),
             ethertype::IPV6 => self.ipv6().map(Layer3::Ipv6),
             ethertype::ARP => Some(Layer3::Arp(bytes)),
-            _ if bytes.is_empty() && li.ethertype == 0 => None,
-            et => Some(Layer3::Other {
-                ethertype: et,
-                bytes,
-            }),
+            0 if bytes.is_empty() => None,
+            ethertype => Some(Layer3::Other { ethertype, bytes }),
         }
     }
 
     #[inline]
     fn net(&self) -> NetInfo {
-        if let Some(n) = self.net.get() {
-            return n;
-        }
-        self.walk_net()
+        self.net.get().unwrap_or_else(|| self.walk_net())
     }
 
     fn walk_net(&self) -> NetInfo {
         let li = self.link_info();
-        let n = match li.ethertype {
-            ethertype::IPV4 => self.walk_ipv4(&li),
-            ethertype::IPV6 => self.walk_ipv6(&li),
-            _ => NetInfo::default(),
-        };
+        let n = self.noting(|an| net::walk(self.data, &li, self.wire_len, an));
         self.net.set(Some(n));
         n
-    }
-
-    /// Bytes on the wire from `off` on (the capture may have cut them).
-    fn wire_from(&self, off: usize) -> usize {
-        (self.wire_len as usize).saturating_sub(off)
-    }
-
-    fn walk_ipv4(&self, li: &LinkInfo) -> NetInfo {
-        let off = li.l3_off as usize;
-        let end = li.end as usize;
-        let b = &self.data[..end];
-        let mut n = NetInfo {
-            ip_off: off as u32,
-            ..NetInfo::default()
-        };
-        let Some(ip) = b.get(off..) else { return n };
-        if ip.len() < Ipv4Header::FIXED_LEN {
-            self.note(Anomaly::Ipv4Truncated);
-            return n;
-        }
-        if ip[0] >> 4 != 4 {
-            self.note(Anomaly::Ipv4BadVersion);
-            return n;
-        }
-        let hlen = usize::from(ip[0] & 0xf) * 4;
-        if hlen < 20 {
-            self.note(Anomaly::Ipv4BadIhl);
-            return n;
-        }
-        n.version = 4;
-        n.proto = ip[9];
-        let total = usize::from(ipv4::total_len(ip).unwrap_or(0));
-        let declared = if total == 0 {
-            // TSO/LRO captures leave the length 0: the frame is the packet.
-            ip.len().max(self.wire_from(off).min(usize::from(u16::MAX)))
-        } else {
-            total
-        };
-        if total != 0 && total < hlen {
-            self.note(Anomaly::Ipv4BadTotalLength);
-            return n;
-        }
-        if declared > self.wire_from(off) {
-            self.note(Anomaly::Ipv4LengthBeyondFrame);
-        }
-        n.declared_end = (off + declared) as u32;
-        n.avail_end = (off + declared).min(end) as u32;
-        let ff = u16::from_be_bytes([ip[6], ip[7]]);
-        let frag_off = (ff & 0x1fff) << 3;
-        let more = ff & 0x2000 != 0;
-        if more || frag_off != 0 {
-            n.frag = Some(Fragment {
-                id: u32::from(u16::from_be_bytes([ip[4], ip[5]])),
-                offset: frag_off,
-                more,
-            });
-        }
-        if hlen > ip.len() {
-            self.note(Anomaly::Ipv4OptionsTruncated);
-            return n;
-        }
-        if hlen > 20 {
-            let mut opts = OptionIter {
-                bytes: &ip[20..hlen],
-                overrun: false,
-            };
-            for _ in opts.by_ref() {}
-            if opts.overran() {
-                self.note(Anomaly::Ipv4OptionOverrun);
-            }
-        }
-        n.l4_off = (off + hlen) as u32;
-        n.l4 = if frag_off != 0 {
-            L4State::Fragment
-        } else {
-            L4State::Present
-        };
-        if n.avail_end < n.l4_off {
-            n.avail_end = n.l4_off;
-        }
-        n
-    }
-
-    fn walk_ipv6(&self, li: &LinkInfo) -> NetInfo {
-        let off = li.l3_off as usize;
-        let end = li.end as usize;
-        let b = &self.data[..end];
-        let mut n = NetInfo {
-            ip_off: off as u32,
-            ..NetInfo::default()
-        };
-        let Some(ip) = b.get(off..) else { return n };
-        if ip.len() < Ipv6Header::LEN {
-            self.note(Anomaly::Ipv6Truncated);
-            return n;
-        }
-        if ip[0] >> 4 != 6 {
-            self.note(Anomaly::Ipv6BadVersion);
-            return n;
-        }
-        n.version = 6;
-        let plen = usize::from(u16::from_be_bytes([ip[4], ip[5]]));
-        let mut nh = ip[6];
-        let declared = if plen == 0 && nh == ipv6::ext::HOP_BY_HOP {
-            // jumbogram: the length is in an option; take the frame
-            ip.len().max(self.wire_from(off))
-        } else {
-            40 + plen
-        };
-        if declared > self.wire_from(off) {
-            self.note(Anomaly::Ipv6BadPayloadLength);
-        }
-        n.declared_end = (off + declared) as u32;
-        let avail = (off + declared).min(end);
-        n.avail_end = avail as u32;
-        let mut cur = off + 40;
-        let mut count = 0u8;
-        let mut state = L4State::Present;
-        while ipv6::is_extension(nh) {
-            if count == ipv6::MAX_EXT {
-                self.note(Anomaly::Ipv6TooManyExt);
-                state = L4State::Absent;
-                break;
-            }
-            if nh == ipv6::ext::HOP_BY_HOP && count > 0 {
-                self.note(Anomaly::Ipv6HopByHopNotFirst);
-            }
-            let (Some(len), Some(next)) = (ipv6::ext_len(nh, b, cur), u8_at(b, cur)) else {
-                self.note(self.ext_cut(cur + 2, off + declared));
-                state = L4State::Absent;
-                break;
-            };
-            if cur + len > end.min(off + declared) {
-                self.note(self.ext_cut(cur + len, off + declared));
-                state = L4State::Absent;
-                break;
-            }
-            if nh == ipv6::ext::FRAGMENT {
-                let ff = be16(b, cur + 2).unwrap_or(0);
-                let f = Fragment {
-                    id: be32(b, cur + 4).unwrap_or(0),
-                    offset: ff & 0xfff8,
-                    more: ff & 1 != 0,
-                };
-                n.frag = Some(f);
-                if f.offset == 0 && !f.more {
-                    self.note(Anomaly::FragmentUseless);
-                }
-                if f.offset != 0 {
-                    state = L4State::Fragment;
-                }
-            }
-            nh = next;
-            cur += len;
-            count += 1;
-            if state == L4State::Fragment {
-                break;
-            }
-        }
-        n.proto = nh;
-        if state != L4State::Absent && nh != ipv6::ext::NO_NEXT {
-            n.l4_off = cur as u32;
-            n.l4 = state;
-        }
-        if n.avail_end < n.l4_off {
-            n.avail_end = n.l4_off;
-        }
-        n
-    }
-
-    /// Whether an extension header that needs bytes up to `need` was cut by the capture
-    /// or overruns the payload length.
-    fn ext_cut(&self, need: usize, declared_end: usize) -> Anomaly {
-        if need > declared_end {
-            Anomaly::Ipv6ExtOverrun
-        } else {
-            Anomaly::Ipv6ExtTruncated
-        }
     }
 
     /// The IPv4 header, if the network layer is IPv4 and its fixed part was captured.
     pub fn ipv4(&self) -> Option<Ipv4Header<'a>> {
         let n = self.net();
-        if n.version != 4 {
-            return None;
-        }
-        Ipv4Header::new_checked(&self.data[n.ip_off as usize..])
+        (n.version == 4)
+            .then(|| Ipv4Header::new_checked(self.data.get(n.ip_off as usize..)?).ok())
+            .flatten()
     }
 
     /// The IPv6 header, if the network layer is IPv6 and it was captured.
     pub fn ipv6(&self) -> Option<Ipv6Header<'a>> {
         let n = self.net();
-        if n.version != 6 {
-            return None;
-        }
-        Ipv6Header::new_checked(&self.data[n.ip_off as usize..])
+        (n.version == 6)
+            .then(|| Ipv6Header::new_checked(self.data.get(n.ip_off as usize..)?).ok())
+            .flatten()
     }
 
     /// The IP version (4 or 6), if the network layer is IP and its header was captured.
@@ -678,240 +313,52 @@ impl<'a> Decoded<'a> {
         }
     }
 
-    /// The transport-layer bytes (from the header on, to the end of the IP packet or of
-    /// the capture), if the transport header is in this packet.
+    /// The network walk, and the transport-layer bytes (from the header on, to the end
+    /// of the IP packet or of the capture) if the transport header is in this packet.
     #[inline]
-    fn l4_bytes(&self, n: &NetInfo) -> Option<&'a [u8]> {
+    fn l4(&self) -> Option<(NetInfo, &'a [u8])> {
+        let n = self.net();
         if n.l4 != L4State::Present {
             return None;
         }
-        self.data.get(n.l4_off as usize..n.avail_end as usize)
+        Some((n, self.data.get(n.l4_off as usize..n.avail_end as usize)?))
     }
 
     /// The transport layer, if the network layer leads to one (not for non-first
     /// fragments).
     pub fn transport(&self) -> Option<Transport<'a>> {
-        let n = self.net();
-        let b = self.l4_bytes(&n)?;
-        let t = match n.proto {
-            ip_proto::TCP => {
-                return Some(self.tcp_checked(&n, b).map_or(
-                    Transport::Truncated {
-                        protocol: 6,
-                        bytes: b,
-                    },
-                    Transport::Tcp,
-                ));
-            }
-            ip_proto::UDP => match UdpHeader::new_checked(b) {
-                Some(h) => {
-                    let len = usize::from(h.length());
-                    // A first fragment carries only part of the datagram its length covers.
-                    let seg = (n.declared_end - n.l4_off) as usize;
-                    if len < 8 || (len > seg && n.frag.is_none()) {
-                        self.note(Anomaly::UdpBadLength);
-                    }
-                    Transport::Udp(h)
-                }
-                None => {
-                    self.note(Anomaly::UdpTruncated);
-                    Transport::Truncated {
-                        protocol: n.proto,
-                        bytes: b,
-                    }
-                }
-            },
-            ip_proto::ICMP if n.version == 4 => self.or_truncated(
-                IcmpHeader::new_checked(b),
-                Transport::Icmp,
-                Anomaly::IcmpTruncated,
-                n.proto,
-                b,
-            ),
-            ip_proto::ICMPV6 => self.or_truncated(
-                Icmpv6Header::new_checked(b),
-                Transport::Icmpv6,
-                Anomaly::Icmpv6Truncated,
-                n.proto,
-                b,
-            ),
-            ip_proto::SCTP => self.or_truncated(
-                SctpHeader::new_checked(b),
-                Transport::Sctp,
-                Anomaly::SctpTruncated,
-                n.proto,
-                b,
-            ),
-            ip_proto::GRE => match GreHeader::parse(b) {
-                Ok(h) => Transport::Gre(h),
-                Err(e) => {
-                    self.note(match e {
-                        gre::GreError::Truncated => Anomaly::GreTruncated,
-                        gre::GreError::BadVersion => Anomaly::GreBadVersion,
-                    });
-                    Transport::Truncated {
-                        protocol: n.proto,
-                        bytes: b,
-                    }
-                }
-            },
-            p => Transport::Other {
-                protocol: p,
-                bytes: b,
-            },
-        };
-        Some(t)
-    }
-
-    /// `wrap(view)`, or (noting `anomaly`) the truncated transport when the view is missing.
-    fn or_truncated<T>(
-        &self,
-        view: Option<T>,
-        wrap: fn(T) -> Transport<'a>,
-        anomaly: Anomaly,
-        protocol: u8,
-        bytes: &'a [u8],
-    ) -> Transport<'a> {
-        match view {
-            Some(h) => wrap(h),
-            None => {
-                self.note(anomaly);
-                Transport::Truncated { protocol, bytes }
-            }
-        }
-    }
-
-    /// Checks a TCP header, recording anomalies; `None` when the fixed part is missing.
-    #[inline]
-    fn tcp_checked(&self, n: &NetInfo, b: &'a [u8]) -> Option<TcpHeader<'a>> {
-        let Some(h) = TcpHeader::new_checked(b) else {
-            self.note(Anomaly::TcpTruncated);
-            return None;
-        };
-        let hlen = h.header_len();
-        if hlen < TcpHeader::FIXED_LEN {
-            self.note(Anomaly::TcpDataOffsetTooSmall);
-        } else if hlen > (n.declared_end - n.l4_off) as usize {
-            self.note(Anomaly::TcpDataOffsetBeyondSegment);
-        } else if hlen > b.len() {
-            self.note(Anomaly::TcpOptionsTruncated);
-        }
-        Some(h)
+        let (n, b) = self.l4()?;
+        Some(self.noting(|an| transport::classify(&n, b, an)))
     }
 
     /// The TCP header, if this is a TCP packet (first fragment or unfragmented) with its
     /// fixed header captured.
     #[inline]
     pub fn tcp(&self) -> Option<TcpHeader<'a>> {
-        let n = self.net();
+        let (n, b) = self.l4()?;
         if n.proto != ip_proto::TCP {
             return None;
         }
-        let b = self.l4_bytes(&n)?;
-        self.tcp_checked(&n, b)
-    }
-
-    /// The UDP header, if this is a UDP packet with its header captured.
-    pub fn udp(&self) -> Option<UdpHeader<'a>> {
-        match self.transport()? {
-            Transport::Udp(h) => Some(h),
-            _ => None,
-        }
-    }
-
-    /// The ICMP header.
-    pub fn icmp(&self) -> Option<IcmpHeader<'a>> {
-        match self.transport()? {
-            Transport::Icmp(h) => Some(h),
-            _ => None,
-        }
-    }
-
-    /// The ICMPv6 header.
-    pub fn icmpv6(&self) -> Option<Icmpv6Header<'a>> {
-        match self.transport()? {
-            Transport::Icmpv6(h) => Some(h),
-            _ => None,
-        }
-    }
-
-    /// The SCTP common header.
-    pub fn sctp(&self) -> Option<SctpHeader<'a>> {
-        match self.transport()? {
-            Transport::Sctp(h) => Some(h),
-            _ => None,
-        }
-    }
-
-    /// The GRE header.
-    pub fn gre(&self) -> Option<GreHeader<'a>> {
-        match self.transport()? {
-            Transport::Gre(h) => Some(h),
-            _ => None,
-        }
+        self.noting(|an| transport::tcp(&n, b, an))
     }
 
     /// Source port (TCP, UDP, SCTP), if the transport header was captured.
     #[inline]
     pub fn src_port(&self) -> Option<u16> {
-        self.port(0)
+        let (n, b) = self.l4()?;
+        transport::port(&n, b, transport::SRC_PORT)
     }
 
     /// Destination port (TCP, UDP, SCTP), if the transport header was captured.
     #[inline]
     pub fn dst_port(&self) -> Option<u16> {
-        self.port(2)
+        let (n, b) = self.l4()?;
+        transport::port(&n, b, transport::DST_PORT)
     }
 
-    #[inline]
-    fn port(&self, at: usize) -> Option<u16> {
-        let n = self.net();
-        if !matches!(n.proto, ip_proto::TCP | ip_proto::UDP | ip_proto::SCTP) {
-            return None;
-        }
-        let b = self.l4_bytes(&n)?;
-        let need = match n.proto {
-            ip_proto::TCP => TcpHeader::FIXED_LEN,
-            ip_proto::UDP => UdpHeader::LEN,
-            _ => SctpHeader::LEN,
-        };
-        if b.len() < need {
-            return None;
-        }
-        be16(b, at)
-    }
-
-    /// Start and end of the application bytes, if the transport header is complete.
     fn payload_range(&self) -> Option<(usize, usize)> {
-        let n = self.net();
-        let b = self.l4_bytes(&n)?;
-        let start = n.l4_off as usize;
-        let end = n.avail_end as usize;
-        let hlen = match n.proto {
-            ip_proto::TCP => {
-                let h = self.tcp_checked(&n, b)?;
-                let hlen = h.header_len();
-                if hlen < TcpHeader::FIXED_LEN {
-                    return None;
-                }
-                hlen
-            }
-            ip_proto::UDP => {
-                let h = UdpHeader::new_checked(b)?;
-                let len = usize::from(h.length());
-                let end = if (8..=b.len()).contains(&len) {
-                    start + len
-                } else {
-                    end
-                };
-                return Some((start + 8, end));
-            }
-            ip_proto::ICMP | ip_proto::ICMPV6 => 8,
-            ip_proto::SCTP => SctpHeader::LEN,
-            ip_proto::GRE => GreHeader::parse(b).ok()?.header_len(),
-            _ => 0,
-        };
-        (start + hlen <= end).then_some((start + hlen, end))
+        let (n, b) = self.l4()?;
+        self.noting(|an| transport::payload_range(&n, b, an))
     }
 
     /// The application bytes after the transport header (clamped to the IP packet and
@@ -924,39 +371,13 @@ impl<'a> Decoded<'a> {
     /// The length of the application data as the headers declare it (IP length minus
     /// IP and transport headers; for UDP the UDP length), whatever the capture kept.
     pub fn payload_wire_len(&self) -> Option<u32> {
-        let n = self.net();
-        let b = self.l4_bytes(&n)?;
-        let seg = n.declared_end.saturating_sub(n.l4_off);
-        match n.proto {
-            ip_proto::TCP => {
-                let h = TcpHeader::new_checked(b)?;
-                (h.header_len() >= 20).then(|| seg.saturating_sub(h.header_len() as u32))
-            }
-            ip_proto::UDP => {
-                let h = UdpHeader::new_checked(b)?;
-                let len = u32::from(h.length());
-                Some(if (8..=seg).contains(&len) {
-                    len - 8
-                } else {
-                    seg.saturating_sub(8)
-                })
-            }
-            _ => {
-                let (s, _) = self.payload_range()?;
-                Some(n.declared_end.saturating_sub(s as u32))
-            }
-        }
+        let (n, b) = self.l4()?;
+        transport::payload_wire_len(&n, b, || self.payload_range())
     }
 
     /// The 5-tuple, if the packet is IP (ports 0 where there are none).
     pub fn flow_key(&self) -> Option<FlowKey> {
-        Some(FlowKey {
-            src: self.src_addr()?,
-            dst: self.dst_addr()?,
-            src_port: self.src_port().unwrap_or(0),
-            dst_port: self.dst_port().unwrap_or(0),
-            protocol: self.net().proto,
-        })
+        FlowKey::of(self)
     }
 
     /// A hash of the flow equal for both directions, if the packet is IP.
@@ -964,69 +385,9 @@ impl<'a> Decoded<'a> {
         self.flow_key().map(|k| k.symmetric_hash())
     }
 
-    /// The tunnel this packet carries, with the offset of its payload and its framing.
-    fn tunnel_at(&self) -> Option<(Tunnel<'a>, usize, Framing)> {
-        let n = self.net();
-        let b = self.l4_bytes(&n)?;
-        let l4 = n.l4_off as usize;
-        match n.proto {
-            ip_proto::IPIP | ip_proto::IPV6 => Some((
-                Tunnel::IpInIp { protocol: n.proto },
-                l4,
-                Framing::Link(LinkType::RAW),
-            )),
-            ip_proto::GRE => {
-                let h = self.gre()?;
-                let framing = Framing::Ethertype(h.protocol());
-                Some((Tunnel::Gre(h), l4 + h.header_len(), framing))
-            }
-            ip_proto::UDP => {
-                let h = UdpHeader::new_checked(b)?;
-                let (sp, dp) = (h.src_port(), h.dst_port());
-                let on = |p: u16| p != 0 && (sp == p || dp == p);
-                let body = b.get(8..)?;
-                let found = if on(self.ports.vxlan) {
-                    tunnel::vxlan(body)
-                } else if on(self.ports.geneve) {
-                    tunnel::geneve(body)
-                } else if on(self.ports.gtpu) {
-                    tunnel::gtpu(body)
-                } else {
-                    return None;
-                };
-                let t = match found {
-                    Ok(t) => t,
-                    Err(TunnelError::Truncated) => {
-                        self.note(Anomaly::TunnelTruncated);
-                        return None;
-                    }
-                    Err(TunnelError::Malformed) => {
-                        self.note(Anomaly::TunnelMalformed);
-                        return None;
-                    }
-                    Err(TunnelError::NotData) => return None,
-                };
-                let start = l4 + 8;
-                Some(match t {
-                    UdpTunnel::Vxlan { vni, len } => (
-                        Tunnel::Vxlan { vni },
-                        start + len,
-                        Framing::Ethertype(ethertype::TEB),
-                    ),
-                    UdpTunnel::Geneve { vni, protocol, len } => (
-                        Tunnel::Geneve { vni, protocol },
-                        start + len,
-                        Framing::Ethertype(protocol),
-                    ),
-                    UdpTunnel::GtpU { teid, len } => (
-                        Tunnel::GtpU { teid },
-                        start + len,
-                        Framing::Link(LinkType::RAW),
-                    ),
-                })
-            }
-            _ => None,
-        }
+    fn tunnel_at(&self) -> Option<tunnel::Found<'a>> {
+        let (n, b) = self.l4()?;
+        self.noting(|an| tunnel::find(&n, b, self.ports, an))
     }
 
     /// The tunnel this packet carries, if any.
@@ -1039,7 +400,7 @@ impl<'a> Decoded<'a> {
     pub fn inner(&self) -> Option<Decoded<'a>> {
         let (_, off, framing) = self.tunnel_at()?;
         if self.depth >= self.max_depth {
-            self.note(Anomaly::TunnelTooDeep);
+            self.noting(|an| an.insert(Anomaly::TunnelTooDeep));
             return None;
         }
         let n = self.net();
@@ -1062,17 +423,10 @@ impl<'a> Decoded<'a> {
     /// Decodes every layer of this packet (not inside its tunnels, though a tunnel
     /// header's own damage counts) and returns what was found truncated or malformed.
     pub fn level_anomalies(&self) -> Anomalies {
-        let _ = self.net();
-        // Options cut by the capture are a truncation (already noted), not an overrun.
-        if let Some(t) = self.transport()
-            && let Transport::Tcp(h) = t
-            && h.header_len() <= self.l4_bytes(&self.net()).map_or(0, <[u8]>::len)
+        if let Some(Transport::Tcp(h)) = self.transport()
+            && let Some(a) = h.options_anomaly()
         {
-            let mut opts = h.options();
-            for _ in opts.by_ref() {}
-            if opts.overran() {
-                self.note(Anomaly::TcpOptionOverrun);
-            }
+            self.noting(|an| an.insert(a));
         }
         let _ = self.payload_range();
         let _ = self.tunnel_at();
@@ -1083,35 +437,6 @@ impl<'a> Decoded<'a> {
     /// TCP port 53 segments that start a message.
     pub fn dns(&self) -> Option<dns::Message<'a>> {
         let (sp, dp) = (self.src_port()?, self.dst_port()?);
-        let payload = self.payload()?;
-        match self.net().proto {
-            ip_proto::UDP if [53, 5353, 5355].iter().any(|p| *p == sp || *p == dp) => {
-                dns::Message::new(payload)
-            }
-            ip_proto::TCP if sp == 53 || dp == 53 => {
-                let len = usize::from(be16(payload, 0)?);
-                let body = payload.get(2..)?;
-                (len >= dns::Message::HEADER_LEN).then_some(())?;
-                dns::Message::new(body)
-            }
-            _ => None,
-        }
+        dns::in_transport(self.net().proto, sp, dp, self.payload()?)
     }
-}
-
-/// The Internet checksum of `data` folded with `initial` (0 when the data includes its
-/// own checksum field and is correct).
-pub(crate) fn internet_checksum(data: &[u8], initial: u32) -> u16 {
-    let mut sum = initial;
-    let mut chunks = data.chunks_exact(2);
-    for c in chunks.by_ref() {
-        sum += u32::from(u16::from_be_bytes([c[0], c[1]]));
-    }
-    if let [last] = chunks.remainder() {
-        sum += u32::from(*last) << 8;
-    }
-    while sum >> 16 != 0 {
-        sum = (sum & 0xffff) + (sum >> 16);
-    }
-    !(sum as u16)
 }

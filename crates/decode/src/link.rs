@@ -1,12 +1,146 @@
 //! The link-layer walk: capture meta headers, link framing, and the EtherType chain of
 //! VLAN tags, MPLS labels and PPPoE down to the network layer.
 
-use tracekit_core::LinkType;
+use tracekit_core::{ErfType, LinkType};
 
 use crate::anomaly::{Anomalies, Anomaly};
 use crate::bytes::{be16, le16, le32, u8_at};
-use crate::ethernet::{MplsLabel, Vlan, ethertype, ppp_to_ethertype};
-use crate::radiotap::{FLAG_FCS, RadioTap, prism_len};
+use crate::ethernet::{self, MplsLabel, Vlan, ethertype, ppp_to_ethertype};
+use crate::radiotap::{self, FLAG_FCS, RadioTap, prism, prism_len};
+
+// Byte offsets of the link-layer and shim headers the walk reads, each from the start of
+// its own header.
+
+/// Linux cooked capture v1 (16 bytes).
+mod sll {
+    pub const HATYPE: usize = 2;
+    pub const PROTOCOL: usize = 14;
+    pub const LEN: usize = 16;
+}
+
+/// Linux cooked capture v2 (20 bytes).
+mod sll2 {
+    pub const PROTOCOL: usize = 0;
+    pub const HATYPE: usize = 8;
+    pub const LEN: usize = 20;
+}
+
+/// ARPHRD_* values and SLL protocol values that are not EtherTypes.
+mod arphrd {
+    pub const NETLINK: u16 = 824;
+    pub const GRE_TEB: u16 = 778;
+    /// Novell 802.3 frames without an 802.2 LLC header.
+    pub const PROTO_802_3: u16 = 0x0001;
+    /// 802.2 LLC frames.
+    pub const PROTO_802_2: u16 = 0x0004;
+}
+
+/// BSD NULL/LOOP: a 4-byte address family.
+mod null {
+    pub const FAMILY: usize = 0;
+    pub const LEN: usize = 4;
+}
+
+/// Cisco HDLC: address, control, then an EtherType.
+mod cisco_hdlc {
+    pub const PROTOCOL: usize = 2;
+    pub const LEN: usize = 4;
+}
+
+/// PPP in HDLC-like framing: optional address 0xFF and control 0x03.
+mod ppp_hdlc {
+    pub const ADDRESS: u8 = 0xFF;
+    pub const CONTROL: u8 = 0x03;
+    pub const LEN: usize = 2;
+}
+
+/// OpenBSD pflog: header length, then the address family.
+mod pflog {
+    pub const HDR_LEN: usize = 0;
+    pub const FAMILY: usize = 1;
+    pub const MIN_LEN: usize = 4;
+}
+
+/// 802.2 LLC with a SNAP header: AA AA 03, an OUI, then an EtherType.
+mod llc {
+    pub const DSAP: usize = 0;
+    pub const SSAP: usize = 1;
+    pub const CONTROL: usize = 2;
+    pub const SNAP_TYPE: usize = 6;
+    pub const SNAP_LEN: usize = 8;
+    pub const SNAP_SAP: u8 = 0xAA;
+    pub const UI: u8 = 0x03;
+}
+
+/// 802.11 MAC header.
+mod ieee80211 {
+    pub const FC0: usize = 0;
+    pub const FC1: usize = 1;
+    /// Frame control, duration and three addresses, sequence control.
+    pub const BASE_LEN: usize = 24;
+    /// The fourth address, when both to-DS and from-DS are set.
+    pub const ADDR4_LEN: usize = 6;
+    pub const QOS_LEN: usize = 2;
+    pub const HT_CONTROL_LEN: usize = 4;
+    pub const TYPE_DATA: u8 = 2;
+    /// Subtype bit: no data (null function frames).
+    pub const SUBTYPE_NO_DATA: u8 = 0x4;
+    /// Subtype bit: QoS data.
+    pub const SUBTYPE_QOS: u8 = 0x8;
+    pub const FC1_DS_BITS: u8 = 0x03;
+    pub const FC1_PROTECTED: u8 = 0x40;
+    pub const FC1_ORDER: u8 = 0x80;
+}
+
+/// Linux NFLOG: a 4-byte header (family, version, resource id), then TLVs of 4-byte
+/// header (length, type; little-endian) padded to 4 bytes.
+mod nflog {
+    pub const FAMILY: usize = 0;
+    pub const LEN: usize = 4;
+    pub const TLV_LEN: usize = 0;
+    pub const TLV_TYPE: usize = 2;
+    pub const TLV_HEADER: usize = 4;
+    /// NFULA_PAYLOAD: the packet.
+    pub const TYPE_PAYLOAD: u16 = 9;
+    pub const TYPE_MASK: u16 = 0x7fff;
+    /// How many TLVs are looked at before giving up.
+    pub const MAX_TLVS: usize = 64;
+}
+
+/// An ERF record header (in `LINKTYPE_ERF` packets).
+mod erf {
+    pub const TYPE: usize = 8;
+    pub const RLEN: usize = 10;
+    pub const LEN: usize = 16;
+    pub const EXT_LEN: usize = 8;
+    /// In the type byte and in each extension header's first byte: another follows.
+    pub const MORE_EXT: u8 = 0x80;
+}
+
+/// An 802.1Q/802.1ad tag after its TPID: TCI, then the next EtherType.
+mod vlan {
+    pub const TCI: usize = 0;
+    pub const NEXT_TYPE: usize = 2;
+    pub const LEN: usize = 4;
+}
+
+/// An MPLS label stack entry, and the pseudowire control word that may follow the stack.
+mod mpls {
+    pub const LEN: usize = 4;
+    pub const CONTROL_WORD_LEN: usize = 4;
+}
+
+/// 802.1ah I-tag, then the customer's destination, source and EtherType.
+mod pbb {
+    pub const NEXT_TYPE: usize = 16;
+    pub const LEN: usize = 18;
+}
+
+/// PPPoE session header, then the PPP protocol.
+mod pppoe {
+    pub const PPP_PROTOCOL: usize = 6;
+    pub const LEN: usize = 8;
+}
 
 /// Where a decode starts: a capture link type, or (inside tunnels) an EtherType.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -47,6 +181,15 @@ pub enum LinkKind {
     Unknown,
 }
 
+/// The link layer proper (after capture meta headers).
+#[derive(Clone, Copy, Debug)]
+pub struct LinkLayer<'a> {
+    /// What kind of link it is.
+    pub kind: LinkKind,
+    /// Its bytes, from the start of the link header to the end of the capture.
+    pub bytes: &'a [u8],
+}
+
 /// The link walk's result, cached by `Decoded`.
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct LinkInfo {
@@ -66,6 +209,20 @@ pub(crate) struct LinkInfo {
     pub radiotap: bool,
 }
 
+/// An FCS at the end of the frame.
+const FCS_LEN: u32 = 4;
+
+impl LinkInfo {
+    /// The link layer proper in `data`, the bytes this walk went over.
+    pub(crate) fn layer<'a>(&self, data: &'a [u8]) -> LinkLayer<'a> {
+        let bytes = data.get(self.l2_off as usize..self.end as usize);
+        LinkLayer {
+            kind: self.kind,
+            bytes: bytes.unwrap_or(&[]),
+        }
+    }
+}
+
 const MAX_VLANS: u8 = 8;
 const MAX_MPLS: u8 = 16;
 
@@ -79,10 +236,15 @@ pub(crate) fn ip_by_nibble(b: &[u8], off: usize) -> u16 {
     }
 }
 
+/// `AF_INET` everywhere.
+const AF_INET: u32 = 2;
+/// `AF_INET6` on Linux; Windows, the BSDs and macOS use 23, 24, 28 and 30.
+const AF_INET6_LINUX: u32 = 10;
+
 fn family_to_ethertype(af: u32) -> u16 {
     match af {
-        2 => ethertype::IPV4,
-        10 | 23 | 24 | 28 | 30 => ethertype::IPV6,
+        AF_INET => ethertype::IPV4,
+        AF_INET6_LINUX | 23 | 24 | 28 | 30 => ethertype::IPV6,
         _ => 0,
     }
 }
@@ -108,6 +270,7 @@ pub(crate) fn walk(b: &[u8], framing: Framing, an: &mut Anomalies) -> LinkInfo {
     };
     match link {
         LinkType::ETHERNET => ethernet(b, 0, li, an),
+        // 12 and 14: raw IP as some BSDs number DLT_RAW.
         LinkType::RAW | LinkType::IPV4 | LinkType::IPV6 | LinkType(12) | LinkType(14) => {
             li.kind = LinkKind::RawIp;
             li.ethertype = ip_by_nibble(b, 0);
@@ -118,7 +281,7 @@ pub(crate) fn walk(b: &[u8], framing: Framing, an: &mut Anomalies) -> LinkInfo {
         }
         LinkType::NULL | LinkType::LOOP => {
             li.kind = LinkKind::Null;
-            let Some(raw) = le32(b, 0) else {
+            let Some(raw) = le32(b, null::FAMILY) else {
                 an.insert(Anomaly::LinkTruncated);
                 return li;
             };
@@ -127,33 +290,34 @@ pub(crate) fn walk(b: &[u8], framing: Framing, an: &mut Anomalies) -> LinkInfo {
             } else {
                 raw
             };
-            li.l3_off = 4;
+            li.l3_off = null::LEN as u32;
             li.ethertype = family_to_ethertype(af);
             li
         }
         LinkType::LINUX_SLL => {
             li.kind = LinkKind::LinuxSll;
-            let (Some(hatype), Some(proto)) = (be16(b, 2), be16(b, 14)) else {
+            let (Some(hatype), Some(proto)) = (be16(b, sll::HATYPE), be16(b, sll::PROTOCOL)) else {
                 an.insert(Anomaly::LinkTruncated);
                 return li;
             };
-            if b.len() < 16 {
+            if b.len() < sll::LEN {
                 an.insert(Anomaly::LinkTruncated);
                 return li;
             }
-            sll_payload(b, hatype, proto, 16, li, an)
+            sll_payload(b, hatype, proto, sll::LEN, li, an)
         }
         LinkType::LINUX_SLL2 => {
             li.kind = LinkKind::LinuxSll2;
-            let (Some(proto), Some(hatype)) = (be16(b, 0), be16(b, 8)) else {
+            let (Some(proto), Some(hatype)) = (be16(b, sll2::PROTOCOL), be16(b, sll2::HATYPE))
+            else {
                 an.insert(Anomaly::LinkTruncated);
                 return li;
             };
-            if b.len() < 20 {
+            if b.len() < sll2::LEN {
                 an.insert(Anomaly::LinkTruncated);
                 return li;
             }
-            sll_payload(b, hatype, proto, 20, li, an)
+            sll_payload(b, hatype, proto, sll2::LEN, li, an)
         }
         LinkType::PPP | LinkType::PPP_HDLC => {
             li.kind = LinkKind::Ppp;
@@ -165,8 +329,8 @@ pub(crate) fn walk(b: &[u8], framing: Framing, an: &mut Anomalies) -> LinkInfo {
         }
         LinkType::C_HDLC => {
             li.kind = LinkKind::CiscoHdlc;
-            match be16(b, 2) {
-                Some(et) => chain(b, et, 4, li, an),
+            match be16(b, cisco_hdlc::PROTOCOL) {
+                Some(et) => chain(b, et, cisco_hdlc::LEN, li, an),
                 None => {
                     an.insert(Anomaly::LinkTruncated);
                     li
@@ -176,7 +340,9 @@ pub(crate) fn walk(b: &[u8], framing: Framing, an: &mut Anomalies) -> LinkInfo {
         LinkType::IEEE802_11 => ieee80211(b, 0, li, an),
         LinkType::IEEE802_11_RADIOTAP => {
             let Some(rt) = RadioTap::parse(b) else {
-                if b.len() < 8 || le16(b, 2).is_some_and(|l| usize::from(l) > b.len()) {
+                if b.len() < radiotap::field::FIXED_LEN
+                    || le16(b, radiotap::field::LEN).is_some_and(|l| usize::from(l) > b.len())
+                {
                     an.insert(Anomaly::MetaTruncated);
                 } else {
                     an.insert(Anomaly::MetaBadLength);
@@ -185,14 +351,14 @@ pub(crate) fn walk(b: &[u8], framing: Framing, an: &mut Anomalies) -> LinkInfo {
             };
             li.radiotap = true;
             if rt.flags.is_some_and(|f| f & FLAG_FCS != 0) {
-                li.end = li.end.saturating_sub(4).max(u32::from(rt.len));
+                li.end = li.end.saturating_sub(FCS_LEN).max(u32::from(rt.len));
             }
             ieee80211(b, usize::from(rt.len), li, an)
         }
         LinkType::IEEE802_11_PRISM => match prism_len(b) {
             Some(n) => ieee80211(b, n, li, an),
             None => {
-                an.insert(if b.len() < 144 {
+                an.insert(if b.len() < prism::LEN {
                     Anomaly::MetaTruncated
                 } else {
                     Anomaly::MetaBadLength
@@ -202,12 +368,12 @@ pub(crate) fn walk(b: &[u8], framing: Framing, an: &mut Anomalies) -> LinkInfo {
         },
         LinkType::PFLOG => {
             li.kind = LinkKind::Pflog;
-            let (Some(hlen), Some(af)) = (u8_at(b, 0), u8_at(b, 1)) else {
+            let (Some(hlen), Some(af)) = (u8_at(b, pflog::HDR_LEN), u8_at(b, pflog::FAMILY)) else {
                 an.insert(Anomaly::MetaTruncated);
                 return li;
             };
-            let hlen = (usize::from(hlen) + 3) & !3;
-            if hlen < 4 {
+            let hlen = usize::from(hlen).next_multiple_of(4);
+            if hlen < pflog::MIN_LEN {
                 an.insert(Anomaly::MetaBadLength);
                 return li;
             }
@@ -235,12 +401,12 @@ fn sll_payload(
 ) -> LinkInfo {
     match (hatype, proto) {
         // Netlink, and 802.3 frames without LLC: nothing the network layer can use.
-        (824, _) | (_, 0x0001) => {
+        (arphrd::NETLINK, _) | (_, arphrd::PROTO_802_3) => {
             li.l3_off = hlen as u32;
             li
         }
-        (_, 0x0004) => llc(b, hlen, li, an),
-        (778, ethertype::TEB) => ethernet(b, hlen, li, an),
+        (_, arphrd::PROTO_802_2) => llc(b, hlen, li, an),
+        (arphrd::GRE_TEB, ethertype::TEB) => ethernet(b, hlen, li, an),
         _ => chain(b, proto, hlen, li, an),
     }
 }
@@ -250,30 +416,37 @@ pub(crate) fn ethernet(b: &[u8], off: usize, mut li: LinkInfo, an: &mut Anomalie
         li.kind = LinkKind::Ethernet;
     }
     li.l2_off = off as u32;
-    let Some(et) = be16(b, off + 12) else {
+    let Some(et) = be16(b, off + ethernet::field::TYPE) else {
         an.insert(Anomaly::LinkTruncated);
         li.l3_off = li.end;
         return li;
     };
-    if et <= 1500 {
+    let body = off + ethernet::field::LEN;
+    if et <= ethernet::MAX_LENGTH {
         // 802.3: the field is a length; LLC follows.
-        let end = (off + 14 + usize::from(et)).min(b.len());
+        let end = (body + usize::from(et)).min(b.len());
         li.end = li.end.min(end as u32);
-        return llc(b, off + 14, li, an);
+        return llc(b, body, li, an);
     }
-    chain(b, et, off + 14, li, an)
+    chain(b, et, body, li, an)
 }
 
 fn llc(b: &[u8], off: usize, mut li: LinkInfo, an: &mut Anomalies) -> LinkInfo {
     li.l3_off = off as u32;
-    match (u8_at(b, off), u8_at(b, off + 1), u8_at(b, off + 2)) {
-        (Some(0xAA), Some(0xAA), Some(0x03)) => match be16(b, off + 6) {
-            Some(et) => chain(b, et, off + 8, li, an),
-            None => {
-                an.insert(Anomaly::LinkTruncated);
-                li
+    match (
+        u8_at(b, off + llc::DSAP),
+        u8_at(b, off + llc::SSAP),
+        u8_at(b, off + llc::CONTROL),
+    ) {
+        (Some(llc::SNAP_SAP), Some(llc::SNAP_SAP), Some(llc::UI)) => {
+            match be16(b, off + llc::SNAP_TYPE) {
+                Some(et) => chain(b, et, off + llc::SNAP_LEN, li, an),
+                None => {
+                    an.insert(Anomaly::LinkTruncated);
+                    li
+                }
             }
-        },
+        }
         (Some(_), Some(_), Some(_)) => li,
         _ => {
             an.insert(Anomaly::LinkTruncated);
@@ -284,13 +457,14 @@ fn llc(b: &[u8], off: usize, mut li: LinkInfo, an: &mut Anomalies) -> LinkInfo {
 
 fn ppp(b: &[u8], mut off: usize, mut li: LinkInfo, an: &mut Anomalies) -> LinkInfo {
     li.l2_off = off as u32;
-    if u8_at(b, off) == Some(0xFF) && u8_at(b, off + 1) == Some(0x03) {
-        off += 2;
+    if u8_at(b, off) == Some(ppp_hdlc::ADDRESS) && u8_at(b, off + 1) == Some(ppp_hdlc::CONTROL) {
+        off += ppp_hdlc::LEN;
     }
     let Some(first) = u8_at(b, off) else {
         an.insert(Anomaly::LinkTruncated);
         return li;
     };
+    // A protocol field with its low bit set is one byte long (compressed, RFC 1661).
     let (proto, len) = if first & 1 == 1 {
         (u16::from(first), 1)
     } else {
@@ -312,25 +486,31 @@ fn ppp(b: &[u8], mut off: usize, mut li: LinkInfo, an: &mut Anomalies) -> LinkIn
 fn ieee80211(b: &[u8], off: usize, mut li: LinkInfo, an: &mut Anomalies) -> LinkInfo {
     li.kind = LinkKind::Ieee80211;
     li.l2_off = off as u32;
-    let (Some(fc0), Some(fc1)) = (u8_at(b, off), u8_at(b, off + 1)) else {
+    let (Some(fc0), Some(fc1)) = (
+        u8_at(b, off + ieee80211::FC0),
+        u8_at(b, off + ieee80211::FC1),
+    ) else {
         an.insert(Anomaly::LinkTruncated);
         return li;
     };
     let ftype = (fc0 >> 2) & 3;
     let subtype = fc0 >> 4;
-    if ftype != 2 || subtype & 0x4 != 0 || fc1 & 0x40 != 0 {
+    if ftype != ieee80211::TYPE_DATA
+        || subtype & ieee80211::SUBTYPE_NO_DATA != 0
+        || fc1 & ieee80211::FC1_PROTECTED != 0
+    {
         // management, control, null data, or protected: no network layer to read
         li.l3_off = li.end;
         return li;
     }
-    let mut hlen = 24;
-    if fc1 & 3 == 3 {
-        hlen += 6;
+    let mut hlen = ieee80211::BASE_LEN;
+    if fc1 & ieee80211::FC1_DS_BITS == ieee80211::FC1_DS_BITS {
+        hlen += ieee80211::ADDR4_LEN;
     }
-    if subtype & 0x8 != 0 {
-        hlen += 2;
-        if fc1 & 0x80 != 0 {
-            hlen += 4;
+    if subtype & ieee80211::SUBTYPE_QOS != 0 {
+        hlen += ieee80211::QOS_LEN;
+        if fc1 & ieee80211::FC1_ORDER != 0 {
+            hlen += ieee80211::HT_CONTROL_LEN;
         }
     }
     let l = off + hlen;
@@ -344,87 +524,92 @@ fn ieee80211(b: &[u8], off: usize, mut li: LinkInfo, an: &mut Anomalies) -> Link
 
 fn nflog(b: &[u8], mut li: LinkInfo, an: &mut Anomalies) -> LinkInfo {
     li.kind = LinkKind::Nflog;
-    let Some(family) = u8_at(b, 0) else {
+    let Some(family) = u8_at(b, nflog::FAMILY) else {
         an.insert(Anomaly::MetaTruncated);
         return li;
     };
-    if b.len() < 4 {
+    if b.len() < nflog::LEN {
         an.insert(Anomaly::MetaTruncated);
         return li;
     }
-    let mut off = 4;
-    for _ in 0..64 {
-        let (Some(len), Some(ty)) = (le16(b, off), le16(b, off + 2)) else {
+    let mut off = nflog::LEN;
+    for _ in 0..nflog::MAX_TLVS {
+        let (Some(len), Some(ty)) = (
+            le16(b, off + nflog::TLV_LEN),
+            le16(b, off + nflog::TLV_TYPE),
+        ) else {
             break;
         };
         let len = usize::from(len);
-        if len < 4 {
+        if len < nflog::TLV_HEADER {
             an.insert(Anomaly::MetaBadLength);
             return li;
         }
-        if ty & 0x7fff == 9 {
-            // NFULA_PAYLOAD
-            li.l3_off = (off + 4) as u32;
+        if ty & nflog::TYPE_MASK == nflog::TYPE_PAYLOAD {
+            let data = off + nflog::TLV_HEADER;
+            li.l3_off = data as u32;
             li.end = li.end.min((off + len) as u32);
-            li.ethertype = match family {
-                2 => ethertype::IPV4,
-                10 => ethertype::IPV6,
-                _ => ip_by_nibble(b, off + 4),
+            li.ethertype = match u32::from(family) {
+                AF_INET => ethertype::IPV4,
+                AF_INET6_LINUX => ethertype::IPV6,
+                _ => ip_by_nibble(b, data),
             };
             return li;
         }
-        off += (len + 3) & !3;
+        off += len.next_multiple_of(4);
     }
     li.l3_off = li.end;
     li
 }
 
 fn erf(b: &[u8], mut li: LinkInfo, an: &mut Anomalies) -> LinkInfo {
-    let (Some(ty), Some(rlen)) = (u8_at(b, 8), be16(b, 10)) else {
+    let (Some(ty), Some(rlen)) = (u8_at(b, erf::TYPE), be16(b, erf::RLEN)) else {
         an.insert(Anomaly::MetaTruncated);
         return li;
     };
-    if usize::from(rlen) < 16 {
+    if usize::from(rlen) < erf::LEN {
         an.insert(Anomaly::MetaBadLength);
         return li;
     }
     li.end = li.end.min(u32::from(rlen));
-    let mut off = 16;
-    let mut more = ty & 0x80 != 0;
+    let mut off = erf::LEN;
+    let mut more = ty & erf::MORE_EXT != 0;
     while more {
         let Some(h) = u8_at(b, off) else {
             an.insert(Anomaly::MetaTruncated);
             return li;
         };
-        more = h & 0x80 != 0;
-        off += 8;
+        more = h & erf::MORE_EXT != 0;
+        off += erf::EXT_LEN;
     }
-    match ty & 0x7f {
-        // ETH, COLOR_ETH, DSM_COLOR_ETH: 2 bytes of offset/padding, then the frame.
-        2 | 10 | 16 => ethernet(b, off + 2, li, an),
-        22 | 23 => {
+    // Which link layer a record type carries is the ERF table's to say, in one place.
+    let payload = ErfType::from_type_byte(ty).payload();
+    let frame = off + payload.type_header_len();
+    match payload.link_type(b.get(frame..).unwrap_or(&[])) {
+        LinkType::ETHERNET => ethernet(b, frame, li, an),
+        LinkType::IPV4 | LinkType::IPV6 => {
+            // As for LINKTYPE_IPV4/IPV6: the version nibble decides.
             li.kind = LinkKind::RawIp;
-            li.l2_off = off as u32;
-            li.l3_off = off as u32;
-            li.ethertype = ip_by_nibble(b, off);
+            li.l2_off = frame as u32;
+            li.l3_off = frame as u32;
+            li.ethertype = ip_by_nibble(b, frame);
             li
         }
-        // HDLC_POS and its colour variants: PPP or Cisco HDLC in 4 bytes.
-        1 | 11 | 17 => match (u8_at(b, off), be16(b, off + 2)) {
-            (Some(0xFF), Some(_)) => {
-                li.kind = LinkKind::Ppp;
-                ppp(b, off, li, an)
+        LinkType::PPP_HDLC => {
+            li.kind = LinkKind::Ppp;
+            ppp(b, frame, li, an)
+        }
+        LinkType::C_HDLC => {
+            li.kind = LinkKind::CiscoHdlc;
+            li.l2_off = frame as u32;
+            match be16(b, frame + cisco_hdlc::PROTOCOL) {
+                Some(et) => chain(b, et, frame + cisco_hdlc::LEN, li, an),
+                None => {
+                    an.insert(Anomaly::LinkTruncated);
+                    li
+                }
             }
-            (Some(_), Some(et)) => {
-                li.kind = LinkKind::CiscoHdlc;
-                li.l2_off = off as u32;
-                chain(b, et, off + 4, li, an)
-            }
-            _ => {
-                an.insert(Anomaly::LinkTruncated);
-                li
-            }
-        },
+        }
         _ => li,
     }
 }
@@ -447,14 +632,14 @@ pub(crate) fn chain(
                     et = 0;
                     break;
                 }
-                let Some(next) = be16(b, off + 2) else {
+                let Some(next) = be16(b, off + vlan::NEXT_TYPE) else {
                     an.insert(Anomaly::VlanTruncated);
                     et = 0;
                     break;
                 };
                 li.vlan_count += 1;
                 et = next;
-                off += 4;
+                off += vlan::LEN;
             }
             ethertype::MPLS | ethertype::MPLS_MULTICAST => {
                 let mut bottom = false;
@@ -473,7 +658,7 @@ pub(crate) fn chain(
                     };
                     li.mpls_count += 1;
                     bottom = l.bottom;
-                    off += 4;
+                    off += mpls::LEN;
                 }
                 // The payload type is not signalled: guess from the first nibble, as
                 // libtrace and Wireshark do; 0 is a pseudowire control word before Ethernet.
@@ -481,7 +666,7 @@ pub(crate) fn chain(
                     Some(4) => et = ethertype::IPV4,
                     Some(6) => et = ethertype::IPV6,
                     Some(0) => {
-                        let inner = ethernet(b, off + 4, li, an);
+                        let inner = ethernet(b, off + mpls::CONTROL_WORD_LEN, li, an);
                         return LinkInfo {
                             kind: li.kind,
                             l2_off: li.l2_off,
@@ -505,21 +690,21 @@ pub(crate) fn chain(
             }
             ethertype::PBB => {
                 // 4-byte I-tag, then the customer's destination, source and EtherType.
-                let Some(next) = be16(b, off + 16) else {
+                let Some(next) = be16(b, off + pbb::NEXT_TYPE) else {
                     an.insert(Anomaly::LinkTruncated);
                     et = 0;
                     break;
                 };
                 et = next;
-                off += 18;
+                off += pbb::LEN;
             }
             ethertype::PPPOE_SESSION => {
-                let Some(proto) = be16(b, off + 6) else {
+                let Some(proto) = be16(b, off + pppoe::PPP_PROTOCOL) else {
                     an.insert(Anomaly::PppoeTruncated);
                     et = 0;
                     break;
                 };
-                off += 8;
+                off += pppoe::LEN;
                 match ppp_to_ethertype(proto) {
                     Some(next) => et = next,
                     None => {
@@ -537,17 +722,47 @@ pub(crate) fn chain(
     li
 }
 
+/// The VLAN tags the walk `li` over `b` met, outermost first.
+pub(crate) fn vlans<'a>(b: &'a [u8], li: &LinkInfo) -> impl Iterator<Item = Vlan> + use<'a> {
+    shims(b, li, li.vlan_count).filter_map(|s| match s {
+        Shim::Vlan(v) => Some(v),
+        Shim::Mpls(_) => None,
+    })
+}
+
+/// The MPLS labels the walk `li` over `b` met, top first.
+pub(crate) fn mpls_labels<'a>(
+    b: &'a [u8],
+    li: &LinkInfo,
+) -> impl Iterator<Item = MplsLabel> + use<'a> {
+    shims(b, li, li.mpls_count).filter_map(|s| match s {
+        Shim::Mpls(l) => Some(l),
+        Shim::Vlan(_) => None,
+    })
+}
+
+/// The shim headers again (none unless the walk `met` some of the kind wanted).
+fn shims<'a>(b: &'a [u8], li: &LinkInfo, met: u8) -> impl Iterator<Item = Shim> + use<'a> {
+    let walk = (met != 0).then_some(ShimWalk {
+        b,
+        et: li.chain_type,
+        off: li.chain_off as usize,
+        steps: 0,
+    });
+    walk.into_iter().flatten()
+}
+
 /// Re-walks the chain for [`crate::Decoded::vlans`] and [`crate::Decoded::mpls_labels`].
 #[derive(Clone, Debug)]
-pub(crate) struct ShimWalk<'a> {
-    pub b: &'a [u8],
-    pub et: u16,
-    pub off: usize,
-    pub steps: u8,
+struct ShimWalk<'a> {
+    b: &'a [u8],
+    et: u16,
+    off: usize,
+    steps: u8,
 }
 
 /// One shim header met on the way to the network layer.
-pub(crate) enum Shim {
+enum Shim {
     Vlan(Vlan),
     Mpls(MplsLabel),
 }
@@ -562,21 +777,21 @@ impl Iterator for ShimWalk<'_> {
         self.steps += 1;
         match self.et {
             ethertype::VLAN | ethertype::QINQ | ethertype::QINQ_OLD => {
-                let v = Vlan::parse(self.et, self.b, self.off)?;
-                self.et = be16(self.b, self.off + 2)?;
-                self.off += 4;
+                let v = Vlan::parse(self.et, self.b, self.off + vlan::TCI)?;
+                self.et = be16(self.b, self.off + vlan::NEXT_TYPE)?;
+                self.off += vlan::LEN;
                 Some(Shim::Vlan(v))
             }
             ethertype::MPLS | ethertype::MPLS_MULTICAST => {
                 let l = MplsLabel::parse(self.b, self.off, self.et == ethertype::MPLS_MULTICAST)?;
-                self.off += 4;
+                self.off += mpls::LEN;
                 if l.bottom {
                     // What follows is guessed; a pseudowire's Ethernet tags are its own.
                     self.et = match u8_at(self.b, self.off).map(|v| v >> 4) {
                         Some(4) => ethertype::IPV4,
                         Some(6) => ethertype::IPV6,
                         Some(0) => {
-                            self.off += 4;
+                            self.off += mpls::CONTROL_WORD_LEN;
                             self.ethernet_next()
                         }
                         _ => self.ethernet_next(),
@@ -585,13 +800,13 @@ impl Iterator for ShimWalk<'_> {
                 Some(Shim::Mpls(l))
             }
             ethertype::PBB => {
-                self.et = be16(self.b, self.off + 16)?;
-                self.off += 18;
+                self.et = be16(self.b, self.off + pbb::NEXT_TYPE)?;
+                self.off += pbb::LEN;
                 self.next()
             }
             ethertype::PPPOE_SESSION => {
-                let proto = be16(self.b, self.off + 6)?;
-                self.off += 8;
+                let proto = be16(self.b, self.off + pppoe::PPP_PROTOCOL)?;
+                self.off += pppoe::LEN;
                 self.et = ppp_to_ethertype(proto)?;
                 self.next()
             }
@@ -602,9 +817,9 @@ impl Iterator for ShimWalk<'_> {
 
 impl ShimWalk<'_> {
     fn ethernet_next(&mut self) -> u16 {
-        match be16(self.b, self.off + 12) {
-            Some(et) if et > 1500 => {
-                self.off += 14;
+        match be16(self.b, self.off + ethernet::field::TYPE) {
+            Some(et) if et > ethernet::MAX_LENGTH => {
+                self.off += ethernet::field::LEN;
                 et
             }
             _ => 0,

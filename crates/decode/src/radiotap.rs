@@ -2,6 +2,25 @@
 
 use crate::bytes::{le16, le32, le64, u8_at};
 
+/// The RadioTap fixed header (little-endian).
+pub(crate) mod field {
+    pub const VERSION: usize = 0;
+    pub const LEN: usize = 2;
+    pub const PRESENT: usize = 4;
+    pub const FIXED_LEN: usize = 8;
+}
+
+/// The Prism (wlan-ng) monitor header.
+pub(crate) mod prism {
+    pub const MSGLEN: usize = 4;
+    /// Message code and length: the least a header can be.
+    pub const MIN_LEN: usize = 8;
+    pub const LEN: usize = 144;
+}
+
+/// Presence-word bit: another presence word follows.
+const PRESENT_EXT: u32 = 0x8000_0000;
+
 /// The RadioTap fields libtrace exposes, where present in the first presence word.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct RadioTap {
@@ -50,20 +69,20 @@ impl RadioTap {
     /// Parses the RadioTap header at the start of `b`; `None` when the 8-byte fixed part
     /// is missing, the version is not 0 or the length does not fit.
     pub fn parse(b: &[u8]) -> Option<RadioTap> {
-        if u8_at(b, 0)? != 0 {
+        if u8_at(b, field::VERSION)? != 0 {
             return None;
         }
-        let len = le16(b, 2)?;
+        let len = le16(b, field::LEN)?;
         let hlen = usize::from(len);
-        if hlen < 8 || hlen > b.len() {
+        if hlen < field::FIXED_LEN || hlen > b.len() {
             return None;
         }
         let b = &b[..hlen];
-        let present = le32(b, 4)?;
+        let present = le32(b, field::PRESENT)?;
         // Extended presence words follow while bit 31 is set.
-        let mut off = 8;
+        let mut off = field::FIXED_LEN;
         let mut word = present;
-        while word & 0x8000_0000 != 0 {
+        while word & PRESENT_EXT != 0 {
             word = le32(b, off)?;
             off += 4;
         }
@@ -101,11 +120,12 @@ impl RadioTap {
 /// The length of a Prism (wlan-ng) monitor header at the start of `b`: its `msglen`
 /// field, read in either byte order, or `None` when implausible.
 pub(crate) fn prism_len(b: &[u8]) -> Option<usize> {
-    let raw = le32(b, 4)?;
-    let n = if (8..=b.len()).contains(&(raw as usize)) {
+    let raw = le32(b, prism::MSGLEN)?;
+    let plausible = prism::MIN_LEN..=b.len();
+    let n = if plausible.contains(&(raw as usize)) {
         raw
     } else {
         raw.swap_bytes()
     } as usize;
-    (8..=b.len()).contains(&n).then_some(n)
+    plausible.contains(&n).then_some(n)
 }

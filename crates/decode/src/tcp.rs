@@ -1,5 +1,6 @@
 //! TCP headers and options.
 
+use crate::anomaly::Anomaly;
 use crate::ipv4::OptionIter;
 
 mod field {
@@ -14,6 +15,18 @@ mod field {
     pub const URGENT: usize = 18;
     pub const FIXED_LEN: usize = 20;
 }
+
+/// Option kinds with a decoded [`TcpOption`] (RFC 9293, 2018, 7323).
+mod option_kind {
+    pub const MSS: u8 = 2;
+    pub const WINDOW_SCALE: u8 = 3;
+    pub const SACK_PERMITTED: u8 = 4;
+    pub const SACK: u8 = 5;
+    pub const TIMESTAMPS: u8 = 8;
+}
+
+/// The bytes of one SACK block (left and right edge).
+const SACK_BLOCK_LEN: usize = 8;
 
 /// TCP flag bits as in [`TcpHeader::flags`].
 pub mod flags {
@@ -47,10 +60,40 @@ impl<'a> TcpHeader<'a> {
     /// Length of the fixed header.
     pub const FIXED_LEN: usize = field::FIXED_LEN;
 
-    /// A view of `bytes` if the fixed header is there.
+    /// A view of `bytes` if the fixed header is there ([`Anomaly::TcpTruncated`] if not).
     #[inline]
-    pub fn new_checked(bytes: &'a [u8]) -> Option<TcpHeader<'a>> {
-        (bytes.len() >= field::FIXED_LEN).then_some(TcpHeader { bytes })
+    pub fn new_checked(bytes: &'a [u8]) -> Result<TcpHeader<'a>, Anomaly> {
+        if bytes.len() < field::FIXED_LEN {
+            return Err(Anomaly::TcpTruncated);
+        }
+        Ok(TcpHeader { bytes })
+    }
+
+    /// What is wrong with the data offset, if anything, for a segment of `segment` bytes
+    /// (by the IP header) of which `captured` were captured.
+    #[inline]
+    pub(crate) fn offset_anomaly(&self, segment: usize, captured: usize) -> Option<Anomaly> {
+        let hlen = self.header_len();
+        if hlen < field::FIXED_LEN {
+            Some(Anomaly::TcpDataOffsetTooSmall)
+        } else if hlen > segment {
+            Some(Anomaly::TcpDataOffsetBeyondSegment)
+        } else if hlen > captured {
+            Some(Anomaly::TcpOptionsTruncated)
+        } else {
+            None
+        }
+    }
+
+    /// [`Anomaly::TcpOptionOverrun`] when an option that was captured whole is malformed
+    /// (options cut by the capture are a truncation, noted by [`Self::offset_anomaly`]).
+    pub(crate) fn options_anomaly(&self) -> Option<Anomaly> {
+        if self.header_len() > self.bytes.len() {
+            return None;
+        }
+        let mut opts = self.options();
+        for _ in opts.by_ref() {}
+        opts.overran().then_some(Anomaly::TcpOptionOverrun)
     }
 
     #[inline]
@@ -191,7 +234,7 @@ pub struct SackBlocks<'a> {
 impl SackBlocks<'_> {
     /// The blocks as `(left edge, right edge)`.
     pub fn iter(&self) -> impl Iterator<Item = (u32, u32)> + '_ {
-        self.data.chunks_exact(8).map(|c| {
+        self.data.chunks_exact(SACK_BLOCK_LEN).map(|c| {
             (
                 u32::from_be_bytes([c[0], c[1], c[2], c[3]]),
                 u32::from_be_bytes([c[4], c[5], c[6], c[7]]),
@@ -201,7 +244,7 @@ impl SackBlocks<'_> {
 
     /// Number of blocks.
     pub fn len(&self) -> usize {
-        self.data.len() / 8
+        self.data.len() / SACK_BLOCK_LEN
     }
 
     /// Whether there are no blocks.
@@ -231,16 +274,19 @@ impl<'a> Iterator for TcpOptions<'a> {
     #[inline]
     fn next(&mut self) -> Option<TcpOption<'a>> {
         let (kind, data) = self.raw.next()?;
+        // The lengths are those of the option data, after kind and length.
         let opt = match (kind, data.len()) {
-            (2, 2) => TcpOption::Mss(u16::from_be_bytes([data[0], data[1]])),
-            (3, 1) => TcpOption::WindowScale(data[0]),
-            (4, 0) => TcpOption::SackPermitted,
-            (5, n) if n % 8 == 0 && n > 0 => TcpOption::Sack(SackBlocks { data }),
-            (8, 8) => TcpOption::Timestamps {
+            (option_kind::MSS, 2) => TcpOption::Mss(u16::from_be_bytes([data[0], data[1]])),
+            (option_kind::WINDOW_SCALE, 1) => TcpOption::WindowScale(data[0]),
+            (option_kind::SACK_PERMITTED, 0) => TcpOption::SackPermitted,
+            (option_kind::SACK, n) if n % SACK_BLOCK_LEN == 0 && n > 0 => {
+                TcpOption::Sack(SackBlocks { data })
+            }
+            (option_kind::TIMESTAMPS, 8) => TcpOption::Timestamps {
                 value: u32::from_be_bytes([data[0], data[1], data[2], data[3]]),
                 echo: u32::from_be_bytes([data[4], data[5], data[6], data[7]]),
             },
-            (2..=5 | 8, _) => {
+            (option_kind::MSS..=option_kind::SACK | option_kind::TIMESTAMPS, _) => {
                 self.bad_len = true;
                 TcpOption::Unknown { kind, data }
             }

@@ -158,6 +158,55 @@ fn erf_records_with_extension_headers() {
     assert_udp(&decode(LinkType::ERF, &q));
 }
 
+/// A `LINKTYPE_ERF` record of type `ty` around `payload` (no extension headers).
+fn erf_record(ty: u8, payload: &[u8]) -> Vec<u8> {
+    let mut r = vec![0u8; 16];
+    r[8] = ty;
+    r[10..12].copy_from_slice(&((16 + payload.len()) as u16).to_be_bytes());
+    r.extend_from_slice(payload);
+    r
+}
+
+#[test]
+fn erf_colour_types_carry_what_the_erf_spec_says() {
+    let mut eth = vec![0, 0]; // offset/pad
+    eth.extend(eth_ipv4_udp());
+    let mut hdlc = vec![0x0f, 0x00, 0x08, 0x00]; // Cisco HDLC
+    hdlc.extend(ipv4_udp());
+    let mut ppp = vec![0xff, 0x03, 0x00, 0x21];
+    ppp.extend(ipv4_udp());
+    // ETH, COLOR_ETH (11), DSM_COLOR_ETH (16), COLOR_HASH_ETH (20)
+    for ty in [2, 11, 16, 20] {
+        let r = erf_record(ty, &eth);
+        let d = decode(LinkType::ERF, &r);
+        assert_eq!(d.link().kind, LinkKind::Ethernet, "type {ty}");
+        assert_udp(&d);
+    }
+    // HDLC_POS, COLOR_HDLC_POS (10), DSM_COLOR_HDLC_POS (15), COLOR_HASH_POS (19)
+    for ty in [1, 10, 15, 19] {
+        let r = erf_record(ty, &hdlc);
+        let d = decode(LinkType::ERF, &r);
+        assert_eq!(d.link().kind, LinkKind::CiscoHdlc, "type {ty}");
+        assert_udp(&d);
+        let r = erf_record(ty, &ppp);
+        let d = decode(LinkType::ERF, &r);
+        assert_eq!(d.link().kind, LinkKind::Ppp, "type {ty}");
+        assert_udp(&d);
+    }
+    // COLOR_MC_HDLC_POS (17) has a multichannel header first: not taken for HDLC; and
+    // an Ethernet frame is not read from a COLOR_HDLC_POS (10) record.
+    assert!(
+        decode(LinkType::ERF, &erf_record(17, &hdlc))
+            .ipv4()
+            .is_none()
+    );
+    assert!(
+        decode(LinkType::ERF, &erf_record(10, &eth))
+            .ethernet()
+            .is_none()
+    );
+}
+
 #[test]
 fn cisco_hdlc_ppp_and_llc_snap() {
     let mut h = vec![0x0f, 0x00, 0x08, 0x00];

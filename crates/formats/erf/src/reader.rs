@@ -6,7 +6,7 @@ use tracekit_core::{
 };
 use tracekit_io::{Input, Reader};
 
-use crate::record::{self, EXT_LEN, HEADER_LEN, Payload, field, types};
+use crate::record::{EXT_LEN, ErfPayload, ErfType, HEADER_LEN, field};
 
 /// How an [`ErfReader`] reads.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -200,7 +200,8 @@ impl ErfFormat {
                 b[field::WLEN.start],
                 b[field::WLEN.start + 1],
             ]));
-            let t = raw_type & 0x7f;
+            let t = ErfType::from_type_byte(raw_type);
+            let payload = t.payload();
             // Extension headers: a chain of 8-byte headers, bit 7 of each first byte
             // saying that another follows.
             let mut framing = HEADER_LEN;
@@ -216,47 +217,42 @@ impl ErfFormat {
                 }
                 framing += EXT_LEN;
             }
-            if framing > HEADER_LEN && record::payload_of(t) != Payload::Record {
+            if framing > HEADER_LEN && payload != ErfPayload::Record {
                 self.notes.extension_headers += 1;
             }
-            if t == types::PAD {
+            if t == ErfType::PAD {
                 self.notes.pad_records += 1;
                 self.input.consume(rlen);
                 continue;
             }
-            if t == types::META && self.options.skip_meta {
+            if t == ErfType::META && self.options.skip_meta {
                 self.input.consume(rlen);
                 continue;
             }
-            let (data_at, caplen, link, wire_len) = match record::payload_of(t) {
-                Payload::Ethernet => {
-                    let at = framing + 2;
-                    if rlen < at {
-                        return Err(self.error_here(Error::malformed(format!(
-                            "ERF Ethernet record of {rlen} bytes has no room for its 2-byte pad"
-                        ))));
-                    }
-                    (at, (rlen - at).min(wlen), LinkType::ETHERNET, wlen)
-                }
-                Payload::Hdlc => {
-                    let cap = (rlen - framing).min(wlen);
-                    let link = record::hdlc_link_type(&b[framing..framing + cap]);
-                    (framing, cap, link, wlen)
-                }
-                Payload::Ipv4 => (framing, (rlen - framing).min(wlen), LinkType::IPV4, wlen),
-                Payload::Ipv6 => (framing, (rlen - framing).min(wlen), LinkType::IPV6, wlen),
-                Payload::Record => {
+            let (data_at, caplen, link, wire_len) = match payload {
+                ErfPayload::Record => {
                     // The record exactly as stored (padding included, so that it can be
                     // written back bit for bit); the wire length is that of its header
                     // and extension headers plus `wlen`.
                     self.notes.encapsulated += 1;
                     (0, rlen, LinkType::ERF, framing + wlen)
                 }
+                _ => {
+                    let at = framing + payload.type_header_len();
+                    if rlen < at {
+                        return Err(self.error_here(Error::malformed(format!(
+                            "ERF {t} record of {rlen} bytes has no room for its {}-byte pad",
+                            payload.type_header_len()
+                        ))));
+                    }
+                    let cap = (rlen - at).min(wlen);
+                    (at, cap, payload.link_type(&b[at..at + cap]), wlen)
+                }
             };
             if flags & 0x38 != 0 {
                 self.note_flags(flags);
             }
-            let loss = if lctr != 0 && !record::is_colour_type(t) {
+            let loss = if lctr != 0 && !t.is_colour() {
                 u32::from(lctr)
             } else {
                 0
@@ -271,7 +267,7 @@ impl ErfFormat {
                 interface,
                 direction: Direction::Unknown,
                 loss,
-                kind: if t == types::META {
+                kind: if t == ErfType::META {
                     PacketKind::Meta
                 } else {
                     PacketKind::Data

@@ -12,8 +12,6 @@
 //!         type-specific header (Ethernet: 2 bytes, offset and pad), then the frame
 //! ```
 
-use tracekit_core::LinkType;
-
 /// Size of the fixed record header.
 pub const HEADER_LEN: usize = 16;
 /// Size of one extension header.
@@ -30,126 +28,9 @@ pub(crate) mod field {
     pub const WLEN: Range<usize> = 14..16;
 }
 
-/// Record types (`ERF_TYPE_*`).
-pub mod types {
-    /// Legacy (pre-ERF) record.
-    pub const LEGACY: u8 = 0;
-    /// PoS with HDLC framing.
-    pub const HDLC_POS: u8 = 1;
-    /// Ethernet.
-    pub const ETH: u8 = 2;
-    /// ATM cell.
-    pub const ATM: u8 = 3;
-    /// Reassembled AAL5 frame.
-    pub const AAL5: u8 = 4;
-    /// Multichannel HDLC.
-    pub const MC_HDLC: u8 = 5;
-    /// Multichannel raw.
-    pub const MC_RAW: u8 = 6;
-    /// Multichannel ATM.
-    pub const MC_ATM: u8 = 7;
-    /// Multichannel raw link.
-    pub const MC_RAW_CHANNEL: u8 = 8;
-    /// Multichannel AAL5.
-    pub const MC_AAL5: u8 = 9;
-    /// Colour HDLC PoS.
-    pub const COLOR_HDLC_POS: u8 = 10;
-    /// Colour Ethernet.
-    pub const COLOR_ETH: u8 = 11;
-    /// Multichannel AAL2.
-    pub const MC_AAL2: u8 = 12;
-    /// IP counter.
-    pub const IP_COUNTER: u8 = 13;
-    /// TCP flow counter.
-    pub const TCP_FLOW_COUNTER: u8 = 14;
-    /// DSM colour HDLC PoS.
-    pub const DSM_COLOR_HDLC_POS: u8 = 15;
-    /// DSM colour Ethernet.
-    pub const DSM_COLOR_ETH: u8 = 16;
-    /// Colour multichannel HDLC PoS.
-    pub const COLOR_MC_HDLC_POS: u8 = 17;
-    /// AAL2.
-    pub const AAL2: u8 = 18;
-    /// Colour hash PoS.
-    pub const COLOR_HASH_POS: u8 = 19;
-    /// Colour hash Ethernet.
-    pub const COLOR_HASH_ETH: u8 = 20;
-    /// InfiniBand.
-    pub const INFINIBAND: u8 = 21;
-    /// IPv4.
-    pub const IPV4: u8 = 22;
-    /// IPv6.
-    pub const IPV6: u8 = 23;
-    /// Raw link.
-    pub const RAW_LINK: u8 = 24;
-    /// InfiniBand link.
-    pub const INFINIBAND_LINK: u8 = 25;
-    /// Provenance metadata (TLVs).
-    pub const META: u8 = 27;
-    /// Omni-Path SnC.
-    pub const OPA_SNC: u8 = 28;
-    /// Omni-Path 9B.
-    pub const OPA_9B: u8 = 29;
-    /// Padding record.
-    pub const PAD: u8 = 48;
-}
-
-/// Whether `t` (bit 7 cleared) is a record type this crate knows.
-pub fn is_known_type(t: u8) -> bool {
-    matches!(t, 1..=25 | 27..=29 | types::PAD)
-}
-
-/// Whether the loss-counter field of type `t` holds a colour instead.
-pub fn is_colour_type(t: u8) -> bool {
-    use types::*;
-    matches!(
-        t,
-        COLOR_HDLC_POS
-            | COLOR_ETH
-            | DSM_COLOR_HDLC_POS
-            | DSM_COLOR_ETH
-            | COLOR_MC_HDLC_POS
-            | COLOR_HASH_POS
-            | COLOR_HASH_ETH
-    )
-}
-
-/// How the payload of a record type is handed out.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Payload {
-    /// An Ethernet frame after a 2-byte offset/pad field.
-    Ethernet,
-    /// An HDLC frame (PPP in HDLC framing or Cisco HDLC, told apart by its first bytes).
-    Hdlc,
-    /// A raw IPv4 packet.
-    Ipv4,
-    /// A raw IPv6 packet.
-    Ipv6,
-    /// Anything else: the whole record, header included, as `LINKTYPE_ERF`.
-    Record,
-}
-
-/// The payload kind of a record type.
-pub fn payload_of(t: u8) -> Payload {
-    use types::*;
-    match t {
-        ETH | COLOR_ETH | DSM_COLOR_ETH | COLOR_HASH_ETH => Payload::Ethernet,
-        HDLC_POS | COLOR_HDLC_POS | DSM_COLOR_HDLC_POS | COLOR_HASH_POS => Payload::Hdlc,
-        IPV4 => Payload::Ipv4,
-        IPV6 => Payload::Ipv6,
-        _ => Payload::Record,
-    }
-}
-
-/// The link type of an HDLC payload: PPP in HDLC framing starts with address 0xFF and
-/// control 0x03; anything else is Cisco HDLC.
-pub fn hdlc_link_type(frame: &[u8]) -> LinkType {
-    if frame.starts_with(&[0xff, 0x03]) {
-        LinkType::PPP_HDLC
-    } else {
-        LinkType::C_HDLC
-    }
-}
+/// Record types and what they carry: one table, in `tracekit-core`, shared with the
+/// decoder.
+pub use tracekit_core::{ErfPayload, ErfType};
 
 /// Seconds of 1995-01-01. A record with an earlier time stamp (libtrace refuses them
 /// all) is taken for ERF by detection only with the varying-length flag that every
@@ -204,8 +85,8 @@ fn leading_good_records(head: &[u8]) -> usize {
     while off + HEADER_LEN <= head.len() && checked < 8 {
         let h = &head[off..];
         let raw_type = h[field::TYPE];
-        let t = raw_type & 0x7f;
-        if t == types::LEGACY || !is_known_type(t) {
+        let t = ErfType::from_type_byte(raw_type);
+        if t == ErfType::LEGACY || !t.is_known() {
             return checked;
         }
         let rlen = usize::from(u16::from_be_bytes([h[10], h[11]]));
@@ -233,7 +114,7 @@ fn leading_good_records(head: &[u8]) -> usize {
             }
             framing += EXT_LEN;
         }
-        if rlen < framing || (payload_of(t) == Payload::Ethernet && rlen < framing + 2) {
+        if rlen < framing + t.payload().type_header_len() {
             return checked;
         }
         checked += 1;
@@ -271,7 +152,7 @@ mod detection_tests {
     fn near_epoch_needs_the_varying_length_marks() {
         let mut rec = [0u8; 80];
         rec[0..8].copy_from_slice(&(1u64 << 32).to_le_bytes());
-        rec[field::TYPE] = types::ETH;
+        rec[field::TYPE] = ErfType::ETH.0;
         rec[field::FLAGS] = FLAG_VARYING_LENGTH;
         rec[10..12].copy_from_slice(&80u16.to_be_bytes());
         rec[14..16].copy_from_slice(&60u16.to_be_bytes());

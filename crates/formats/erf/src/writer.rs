@@ -6,7 +6,7 @@ use tracekit_core::{
     CaptureSink, Direction, Error, LinkType, Packet, PacketKind, SinkReport, Timestamp,
 };
 
-use crate::record::{EXT_LEN, HEADER_LEN, types};
+use crate::record::{EXT_LEN, ErfType, HEADER_LEN};
 
 /// How an [`ErfWriter`] writes.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -79,18 +79,18 @@ impl<W: Write> ErfWriter<W> {
         if meta.link == LinkType::ERF {
             return self.write_record(packet);
         }
-        let (erf_type, type_header): (u8, &[u8]) = match meta.link {
-            LinkType::ETHERNET => (types::ETH, &[0, 0]),
-            LinkType::IPV4 => (types::IPV4, &[]),
-            LinkType::IPV6 => (types::IPV6, &[]),
+        let (erf_type, type_header): (ErfType, &[u8]) = match meta.link {
+            LinkType::ETHERNET => (ErfType::ETH, &[0, 0]),
+            LinkType::IPV4 => (ErfType::IPV4, &[]),
+            LinkType::IPV6 => (ErfType::IPV6, &[]),
             LinkType::RAW => match data.first().map(|b| b >> 4) {
                 Some(4) => {
                     self.losses.raw_link += 1;
-                    (types::IPV4, &[])
+                    (ErfType::IPV4, &[])
                 }
                 Some(6) => {
                     self.losses.raw_link += 1;
-                    (types::IPV6, &[])
+                    (ErfType::IPV6, &[])
                 }
                 _ => {
                     return Err(Error::would_lose(
@@ -99,7 +99,7 @@ impl<W: Write> ErfWriter<W> {
                     .with_packet(self.packets + 1));
                 }
             },
-            LinkType::PPP_HDLC | LinkType::C_HDLC => (types::HDLC_POS, &[]),
+            LinkType::PPP_HDLC | LinkType::C_HDLC => (ErfType::HDLC_POS, &[]),
             other => {
                 return Err(Error::would_lose(format!(
                     "ERF has no record type for link type {other} (write pcap or pcapng to keep it)"
@@ -146,7 +146,7 @@ impl<W: Write> ErfWriter<W> {
         let flags = 0x04 | (meta.interface & 0x03) as u8;
         let mut head = [0u8; HEADER_LEN];
         head[0..8].copy_from_slice(&erf_time(meta.ts)?.to_le_bytes());
-        head[8] = erf_type;
+        head[8] = erf_type.0;
         head[9] = flags;
         head[10..12].copy_from_slice(&(rlen as u16).to_be_bytes());
         head[12..14].copy_from_slice(&lctr.to_be_bytes());

@@ -1,0 +1,95 @@
+//! The network layer as [`crate::Decoded`] caches it: where the IP header and the
+//! transport header are, how long the packet says it is, and its fragment information.
+
+use crate::anomaly::Anomalies;
+use crate::ethernet::ethertype;
+use crate::ipv4::{self, Ipv4Header};
+use crate::ipv6::{self, Ipv6Header};
+use crate::link::LinkInfo;
+
+/// The network layer.
+#[derive(Clone, Copy, Debug)]
+pub enum Layer3<'a> {
+    /// IPv4.
+    Ipv4(Ipv4Header<'a>),
+    /// IPv6.
+    Ipv6(Ipv6Header<'a>),
+    /// ARP (the bytes from the ARP header on).
+    Arp(&'a [u8]),
+    /// Anything else, by EtherType (0 when the link layer does not name it).
+    Other {
+        /// The EtherType.
+        ethertype: u16,
+        /// The bytes from the network layer on.
+        bytes: &'a [u8],
+    },
+}
+
+/// Fragment information from an IPv4 header or an IPv6 fragment header.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Fragment {
+    /// Identification (16 bits for IPv4, 32 for IPv6).
+    pub id: u32,
+    /// Offset of this fragment's data in bytes.
+    pub offset: u16,
+    /// More fragments follow.
+    pub more: bool,
+}
+
+impl Fragment {
+    /// Whether this is the first fragment (offset 0), the only one with a transport
+    /// header.
+    pub fn is_first(&self) -> bool {
+        self.offset == 0
+    }
+}
+
+/// Whether the transport header can be reached.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) enum L4State {
+    /// No transport header can be reached.
+    #[default]
+    Absent,
+    /// The transport header starts at `l4_off` (possibly truncated).
+    Present,
+    /// A non-first fragment: the protocol is known, the header is elsewhere.
+    Fragment,
+}
+
+/// The network walk's result, cached by `Decoded`.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct NetInfo {
+    /// 0 (no IP), 4 or 6.
+    pub version: u8,
+    pub ip_off: u32,
+    pub l4_off: u32,
+    /// Where the IP header says the packet ends (may be past the capture).
+    pub declared_end: u32,
+    /// The end of the usable bytes: the declared end clamped to the capture.
+    pub avail_end: u32,
+    /// The transport protocol (after IPv6 extension headers).
+    pub proto: u8,
+    pub l4: L4State,
+    pub frag: Option<Fragment>,
+}
+
+impl NetInfo {
+    /// The bytes the IP header says the transport layer has (captured or not).
+    #[inline]
+    pub fn segment_len(&self) -> usize {
+        self.declared_end.saturating_sub(self.l4_off) as usize
+    }
+}
+
+/// Walks the network layer the link walk found in `data`, which were `wire_len` bytes
+/// on the wire, noting what is wrong in `an`.
+pub(crate) fn walk(data: &[u8], li: &LinkInfo, wire_len: u32, an: &mut Anomalies) -> NetInfo {
+    let b = data.get(..li.end as usize).unwrap_or(data);
+    let off = li.l3_off as usize;
+    let wire = (wire_len as usize).saturating_sub(off);
+    match li.ethertype {
+        ethertype::IPV4 => ipv4::walk(b, off, wire, an),
+        ethertype::IPV6 => ipv6::walk(b, off, wire, an),
+        _ => NetInfo::default(),
+    }
+}

@@ -1,0 +1,192 @@
+//! The transport layer: which header follows IP, what is wrong with it, and where the
+//! application bytes start.
+
+use crate::anomaly::Anomalies;
+use crate::gre::GreHeader;
+use crate::icmp::{IcmpHeader, Icmpv6Header};
+use crate::net::NetInfo;
+use crate::sctp::SctpHeader;
+use crate::tcp::TcpHeader;
+use crate::udp::UdpHeader;
+
+/// IP protocol numbers the decoder dispatches on.
+pub mod ip_proto {
+    /// ICMP.
+    pub const ICMP: u8 = 1;
+    /// IPv4 encapsulation.
+    pub const IPIP: u8 = 4;
+    /// TCP.
+    pub const TCP: u8 = 6;
+    /// UDP.
+    pub const UDP: u8 = 17;
+    /// IPv6 encapsulation (6in4, IPv6-in-IPv6).
+    pub const IPV6: u8 = 41;
+    /// GRE.
+    pub const GRE: u8 = 47;
+    /// ICMPv6.
+    pub const ICMPV6: u8 = 58;
+    /// SCTP.
+    pub const SCTP: u8 = 132;
+}
+
+/// The transport layer.
+#[derive(Clone, Copy, Debug)]
+pub enum Transport<'a> {
+    /// TCP.
+    Tcp(TcpHeader<'a>),
+    /// UDP.
+    Udp(UdpHeader<'a>),
+    /// ICMP.
+    Icmp(IcmpHeader<'a>),
+    /// ICMPv6.
+    Icmpv6(Icmpv6Header<'a>),
+    /// SCTP.
+    Sctp(SctpHeader<'a>),
+    /// GRE.
+    Gre(GreHeader<'a>),
+    /// A known protocol whose fixed header was not captured completely.
+    Truncated {
+        /// The protocol number.
+        protocol: u8,
+        /// The bytes that were captured.
+        bytes: &'a [u8],
+    },
+    /// Any other protocol (including IP-in-IP and ESP).
+    Other {
+        /// The protocol number.
+        protocol: u8,
+        /// The bytes from the transport header on.
+        bytes: &'a [u8],
+    },
+}
+
+/// `Decoded` accessors for one [`Transport`] variant each (the list is in `lib.rs`).
+macro_rules! transport_views {
+    ($( $(#[$doc:meta])* $name:ident -> $view:ident = $variant:ident; )*) => {
+        impl<'a> Decoded<'a> {
+            $(
+                $(#[$doc])*
+                pub fn $name(&self) -> Option<$view<'a>> {
+                    match self.transport()? {
+                        Transport::$variant(h) => Some(h),
+                        _ => None,
+                    }
+                }
+            )*
+        }
+    };
+}
+
+/// Where TCP, UDP and SCTP keep their ports.
+pub(crate) const SRC_PORT: usize = 0;
+pub(crate) const DST_PORT: usize = 2;
+
+/// The transport layer in `b` (from its header to the end of the usable bytes).
+pub(crate) fn classify<'a>(n: &NetInfo, b: &'a [u8], an: &mut Anomalies) -> Transport<'a> {
+    let view = match n.proto {
+        ip_proto::TCP => tcp(n, b, an).map(Transport::Tcp),
+        ip_proto::UDP => an.noted(UdpHeader::new_checked(b)).map(|h| {
+            if let Some(a) = h.length_anomaly(n.segment_len(), n.frag.is_some()) {
+                an.insert(a);
+            }
+            Transport::Udp(h)
+        }),
+        ip_proto::ICMP if n.version == 4 => {
+            an.noted(IcmpHeader::new_checked(b)).map(Transport::Icmp)
+        }
+        ip_proto::ICMPV6 => an
+            .noted(Icmpv6Header::new_checked(b))
+            .map(Transport::Icmpv6),
+        ip_proto::SCTP => an.noted(SctpHeader::new_checked(b)).map(Transport::Sctp),
+        ip_proto::GRE => an.noted(GreHeader::new_checked(b)).map(Transport::Gre),
+        protocol => return Transport::Other { protocol, bytes: b },
+    };
+    view.unwrap_or(Transport::Truncated {
+        protocol: n.proto,
+        bytes: b,
+    })
+}
+
+/// The TCP header in `b`, with what is wrong with its data offset noted; `None` (noted)
+/// when the fixed part is missing.
+#[inline]
+pub(crate) fn tcp<'a>(n: &NetInfo, b: &'a [u8], an: &mut Anomalies) -> Option<TcpHeader<'a>> {
+    let h = an.noted(TcpHeader::new_checked(b))?;
+    if let Some(a) = h.offset_anomaly(n.segment_len(), b.len()) {
+        an.insert(a);
+    }
+    Some(h)
+}
+
+/// A port of TCP, UDP or SCTP (at `at`: [`SRC_PORT`] or [`DST_PORT`]) when their header
+/// was captured.
+#[inline]
+pub(crate) fn port(n: &NetInfo, b: &[u8], at: usize) -> Option<u16> {
+    let need = match n.proto {
+        ip_proto::TCP => TcpHeader::FIXED_LEN,
+        ip_proto::UDP => UdpHeader::LEN,
+        ip_proto::SCTP => SctpHeader::LEN,
+        _ => return None,
+    };
+    if b.len() < need {
+        return None;
+    }
+    crate::bytes::be16(b, at)
+}
+
+/// Start and end (in the captured bytes) of the application data, if the transport
+/// header is complete.
+pub(crate) fn payload_range(n: &NetInfo, b: &[u8], an: &mut Anomalies) -> Option<(usize, usize)> {
+    let start = n.l4_off as usize;
+    let end = n.avail_end as usize;
+    let hlen = match n.proto {
+        ip_proto::TCP => {
+            let hlen = tcp(n, b, an)?.header_len();
+            if hlen < TcpHeader::FIXED_LEN {
+                return None;
+            }
+            hlen
+        }
+        ip_proto::UDP => {
+            let h = UdpHeader::new_checked(b).ok()?;
+            let end = h.len_within(b.len()).map_or(end, |len| start + len);
+            return Some((start + UdpHeader::LEN, end));
+        }
+        // ICMPv6 messages, like ICMP ones, keep 4 bytes after the checksum before their
+        // data (the quoted packet of an error).
+        ip_proto::ICMP | ip_proto::ICMPV6 => IcmpHeader::LEN,
+        ip_proto::SCTP => SctpHeader::LEN,
+        ip_proto::GRE => GreHeader::new_checked(b).ok()?.header_len(),
+        _ => 0,
+    };
+    (start + hlen <= end).then_some((start + hlen, end))
+}
+
+/// The length of the application data as the headers declare it, whatever the capture
+/// kept (see [`crate::Decoded::payload_wire_len`]); for protocols other than TCP and UDP
+/// from where `payload_range` says the data starts.
+#[inline]
+pub(crate) fn payload_wire_len(
+    n: &NetInfo,
+    b: &[u8],
+    payload_range: impl FnOnce() -> Option<(usize, usize)>,
+) -> Option<u32> {
+    let seg = n.segment_len();
+    let len = match n.proto {
+        ip_proto::TCP => {
+            let hlen = TcpHeader::new_checked(b).ok()?.header_len();
+            (hlen >= TcpHeader::FIXED_LEN).then(|| seg.saturating_sub(hlen))?
+        }
+        ip_proto::UDP => {
+            let h = UdpHeader::new_checked(b).ok()?;
+            h.len_within(seg)
+                .unwrap_or(seg)
+                .saturating_sub(UdpHeader::LEN)
+        }
+        _ => {
+            let (s, _) = payload_range()?;
+            (n.declared_end as usize).saturating_sub(s)
+        }
+    };
+    Some(len as u32)
+}
