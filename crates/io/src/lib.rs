@@ -40,7 +40,7 @@ pub mod mmap;
 
 pub use compress::{CompressOptions, GZIP_MEMBER_SUBFIELD, ParallelWriter};
 pub use compression::Compression;
-pub use decompress::DECOMPRESSED_BLOCK;
+pub use decompress::{DECOMPRESSED_BLOCK, MAX_SPLIT_MEMBER, MAX_WHOLE_INFLATE, decompress_here};
 pub use input::{BLOCK_SIZE, Input, ReadMode};
 
 /// Flushes a buffered writer and returns the writer inside; a failure to flush is the
