@@ -145,7 +145,10 @@ impl Input {
     }
 
     /// Decompresses `raw` (whose content is compressed with `codec`) on a thread of its
-    /// own; the new input walks the decompressed bytes. Errors name `raw`'s path.
+    /// own; the new input walks the decompressed bytes. Errors name `raw`'s path; their
+    /// offsets count decompressed bytes and their messages give the compressed offset
+    /// and the member/stream/frame. Data after the last complete one is an error
+    /// ("trailing data ...") that comes after every byte before it.
     pub fn decompress(raw: Input, codec: Compression) -> Result<Input, Error> {
         Input::decompress_with(raw, codec, 0)
     }
