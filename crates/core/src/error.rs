@@ -47,6 +47,8 @@ struct Inner {
     kind: ErrorKind,
     path: Option<Arc<Path>>,
     offset: Option<u64>,
+    /// The offset counts bytes of decompressed data (the input was compressed).
+    decompressed: bool,
     packet: Option<u64>,
 }
 
@@ -73,6 +75,7 @@ impl Error {
             kind,
             path: None,
             offset: None,
+            decompressed: false,
             packet: None,
         }))
     }
@@ -136,6 +139,19 @@ impl Error {
         self
     }
 
+    /// Says that the offset counts bytes of the decompressed data (the input was
+    /// compressed); `Display` then prints "decompressed byte offset".
+    ///
+    /// ```
+    /// use tracekit_core::Error;
+    /// let e = Error::malformed("bad record").with_offset(4096).in_decompressed_data();
+    /// assert_eq!(e.to_string(), "decompressed byte offset 4096: bad record");
+    /// ```
+    pub fn in_decompressed_data(mut self) -> Error {
+        self.0.decompressed = true;
+        self
+    }
+
     /// Adds the 1-based packet number (kept if one is already set).
     pub fn with_packet(mut self, packet: u64) -> Error {
         if self.0.packet.is_none() {
@@ -157,6 +173,11 @@ impl Error {
     /// The byte offset in the (decompressed) input, if known.
     pub fn offset(&self) -> Option<u64> {
         self.0.offset
+    }
+
+    /// Whether [`Error::offset`] counts bytes of decompressed data.
+    pub fn offset_is_decompressed(&self) -> bool {
+        self.0.decompressed
     }
 
     /// The 1-based packet (record) number, if known.
@@ -199,10 +220,15 @@ impl fmt::Display for Error {
             write!(f, "{}", path.display())?;
             sep = ": ";
         }
+        let offset = if inner.decompressed {
+            "decompressed byte offset"
+        } else {
+            "byte offset"
+        };
         match (inner.packet, inner.offset) {
-            (Some(p), Some(o)) => write!(f, "{sep}packet {p} at byte offset {o}")?,
+            (Some(p), Some(o)) => write!(f, "{sep}packet {p} at {offset} {o}")?,
             (Some(p), None) => write!(f, "{sep}packet {p}")?,
-            (None, Some(o)) => write!(f, "{sep}byte offset {o}")?,
+            (None, Some(o)) => write!(f, "{sep}{offset} {o}")?,
             (None, None) => {}
         }
         if inner.path.is_some() || inner.packet.is_some() || inner.offset.is_some() {

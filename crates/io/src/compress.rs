@@ -8,6 +8,8 @@
 //! takes results from the workers in turn, so order needs no reordering stage, and memory
 //! is bounded: at most three blocks per worker are in flight.
 //!
+//! zstd frames carry a content checksum, lz4 frames block and content checksums.
+//!
 //! gzip members carry a BGZF-style extra field (subfield `TK`, 4 bytes: the member's
 //! total compressed size, little-endian) so that tracekit's reader can find member
 //! boundaries without inflating, and decompress members in parallel.
@@ -285,14 +287,23 @@ fn compress_block(
             e.write_all(input)?;
             e.finish()
         }
-        Compression::Zstd => zstd::bulk::compress(input, level),
+        // Content checksums (zstd: XXH64 of the frame; lz4: XXH32 of every block and of
+        // the frame): damage that still decodes is caught when reading.
+        Compression::Zstd => {
+            let mut c = zstd::bulk::Compressor::new(level)?;
+            c.set_parameter(zstd::zstd_safe::CParameter::ChecksumFlag(true))?;
+            c.compress(input)
+        }
         Compression::Xz => {
             let mut e = liblzma::write::XzEncoder::new(Vec::new(), level as u32);
             e.write_all(input)?;
             e.finish()
         }
         Compression::Lz4 => {
-            let mut e = lz4_flex::frame::FrameEncoder::new(Vec::new());
+            let info = lz4_flex::frame::FrameInfo::new()
+                .block_checksums(true)
+                .content_checksum(true);
+            let mut e = lz4_flex::frame::FrameEncoder::with_frame_info(info, Vec::new());
             e.write_all(input)?;
             e.finish().map_err(io::Error::other)
         }

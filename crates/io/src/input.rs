@@ -13,7 +13,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use super::Compression;
-use super::decompress::BlockStream;
+use super::decompress::{BlockStream, Fault};
 use super::mmap::GuardedMap;
 use tracekit_core::Error;
 
@@ -64,6 +64,10 @@ pub struct Input {
     pending: Option<(Vec<u8>, usize, usize)>,
     /// Blocks: the decompressor delivered its last block (or its error).
     source_done: bool,
+    /// Blocks: why the decompressor stopped early (the message and the decompressed
+    /// offset where it stopped). Every byte before comes out first; then `fill` reports
+    /// it when nothing is left, and [`Input::cut_error`] gives it instead of a truncation.
+    failure: Option<(String, u64)>,
     /// Compression of the underlying bytes.
     compression: Compression,
     /// Current position in the window.
@@ -129,6 +133,7 @@ impl Input {
             scratch: Vec::new(),
             pending: None,
             source_done: false,
+            failure: None,
             compression: Compression::None,
             pos: 0,
             end: 0,
@@ -140,7 +145,10 @@ impl Input {
     }
 
     /// Decompresses `raw` (whose content is compressed with `codec`) on a thread of its
-    /// own; the new input walks the decompressed bytes. Errors name `raw`'s path.
+    /// own; the new input walks the decompressed bytes. Errors name `raw`'s path; their
+    /// offsets count decompressed bytes and their messages give the compressed offset
+    /// and the member/stream/frame. Data after the last complete one is an error
+    /// ("trailing data ...") that comes after every byte before it.
     pub fn decompress(raw: Input, codec: Compression) -> Result<Input, Error> {
         Input::decompress_with(raw, codec, 0)
     }
@@ -242,11 +250,13 @@ impl Input {
     }
 
     /// Makes at least `n` bytes available at the current position if the input has them;
-    /// returns how many are available (fewer than `n` only at the end of the input).
+    /// returns how many are available (fewer than `n` only at the end of the input, or
+    /// where a compressed input stops decoding: every byte before the damage is handed
+    /// out, and the error comes when nothing is left, or from [`Input::cut_error`]).
     #[inline]
     pub fn fill(&mut self, n: usize) -> Result<usize, Error> {
         let have = self.end - self.pos;
-        if have >= n || self.eof {
+        if have >= n || (self.eof && have > 0) {
             return Ok(have);
         }
         self.fill_slow(n)
@@ -254,6 +264,12 @@ impl Input {
 
     #[cold]
     fn fill_slow(&mut self, n: usize) -> Result<usize, Error> {
+        if self.eof {
+            return match &self.failure {
+                Some(_) if self.end == self.pos => Err(self.failure_error()),
+                _ => Ok(self.end - self.pos),
+            };
+        }
         match &mut self.backing {
             Backing::Mapped(map) => {
                 let want = self.pos.saturating_add(n.max(BLOCK_SIZE));
@@ -349,21 +365,21 @@ impl Input {
                 break;
             }
             let (block, len) = match stream.next_block() {
-                Ok(filled) => filled,
-                Err(e) => {
+                Ok(Some(filled)) => filled,
+                Ok(None) => {
                     self.source_done = true;
-                    return Err(Error::malformed(format!(
-                        "the {} stream is damaged or cut short: {e}",
-                        self.compression
-                    ))
-                    .with_shared_path(self.path.as_ref())
-                    .with_offset(self.base + self.end as u64));
+                    break;
+                }
+                Err(fault) => {
+                    // Reported once the bytes before it are consumed.
+                    self.source_done = true;
+                    self.failure = Some((
+                        fault.describe(self.compression),
+                        self.base + self.end as u64,
+                    ));
+                    continue;
                 }
             };
-            if len == 0 {
-                self.source_done = true;
-                break;
-            }
             if have == 0 {
                 // Move to the new block without copying.
                 self.base += self.end as u64;
@@ -398,13 +414,29 @@ impl Input {
         }
         if self.source_done && self.pending.is_none() {
             self.eof = true;
+            if self.failure.is_some() && self.end == self.pos {
+                return Err(self.failure_error());
+            }
         }
         Ok(())
+    }
+
+    /// The error for why the decompressor stopped early.
+    fn failure_error(&self) -> Error {
+        let (message, offset) = self.failure.clone().unwrap_or_default();
+        Error::malformed(message)
+            .with_shared_path(self.path.as_ref())
+            .with_offset(offset)
+            .in_decompressed_data()
     }
 
     /// The error for a structure (`what`) of `needed` bytes that the input ends inside,
     /// at the current position. Says so when the file shrank while it was mapped.
     pub fn cut_error(&self, what: &'static str, needed: u64) -> Error {
+        if self.failure.is_some() {
+            // The data ends there because the decompressor failed: that is the reason.
+            return self.failure_error();
+        }
         let available = (self.end - self.pos) as u64;
         let err = match &self.backing {
             Backing::Mapped(map) if map.shrank_from().is_some() => Error::malformed(format!(
@@ -415,9 +447,28 @@ impl Input {
             )),
             _ => Error::truncated(what, needed, available),
         };
-        err.with_shared_path(self.path.as_ref())
-            .with_offset(self.position())
+        let err = err
+            .with_shared_path(self.path.as_ref())
+            .with_offset(self.position());
+        if self.compression == Compression::None {
+            err
+        } else {
+            err.in_decompressed_data()
+        }
     }
+}
+
+/// The error for a decompression [`Fault`] met after `decompressed` bytes of output.
+pub(crate) fn fault_error(
+    codec: Compression,
+    fault: &Fault,
+    decompressed: u64,
+    path: Option<&Arc<Path>>,
+) -> Error {
+    Error::malformed(fault.describe(codec))
+        .with_shared_path(path)
+        .with_offset(decompressed)
+        .in_decompressed_data()
 }
 
 /// The bytes of the input as a plain stream (used to feed a decompressor).

@@ -5,7 +5,11 @@
 //!   `Read` (pipes, stdin, decompressors);
 //! - [`Compression`]: gzip, bzip2, zstd, xz and lz4 recognised by magic and by file name,
 //!   decompressed on a worker thread (in parallel for multi-member gzip and multi-stream
-//!   bzip2/xz), and written by [`ParallelWriter`] on worker threads.
+//!   bzip2/xz), and written by [`ParallelWriter`] on worker threads (zstd and lz4 with
+//!   checksums). Decompression works in memory bounded by the codecs' windows and the
+//!   number of workers, whatever sizes a file claims; bytes after the last complete
+//!   member/stream/frame are reported as trailing data after every byte before them;
+//!   [`decompress_here`] runs the same decoders on the calling thread.
 //!
 //! This crate is separate from `tracekit-core` so that the decoder and the core types
 //! build without codecs, threads or `libc`.
@@ -41,7 +45,7 @@ mod reader;
 
 pub use compress::{CompressOptions, GZIP_MEMBER_SUBFIELD, ParallelWriter};
 pub use compression::Compression;
-pub use decompress::DECOMPRESSED_BLOCK;
+pub use decompress::{DECOMPRESSED_BLOCK, MAX_SPLIT_MEMBER, MAX_WHOLE_INFLATE, decompress_here};
 pub use input::{BLOCK_SIZE, Input, ReadMode};
 pub use reader::Reader;
 

@@ -158,8 +158,14 @@ pub fn open_with(uri: &str, options: &OpenOptions) -> Result<Source, Error> {
     }
     input.fill(Format::SNIFF_LEN)?;
     let detected = Format::detect(input.available()).map_err(|e| {
-        e.with_shared_path(input.path())
-            .with_offset(input.position())
+        let e = e
+            .with_shared_path(input.path())
+            .with_offset(input.position());
+        if compression == Compression::None {
+            e
+        } else {
+            e.in_decompressed_data()
+        }
     });
     let format = match (forced, detected) {
         (Some(f), Ok(d)) if f != d => {
@@ -362,16 +368,26 @@ impl Source {
 impl CaptureSource for Source {
     #[inline]
     fn next_packet(&mut self) -> Result<Option<Packet<'_>>, Error> {
-        if self.filter.is_some() {
-            return self.next_filtered();
-        }
-        match &mut self.kind {
-            SourceKind::Pcap(r) => r.next_packet(),
-            SourceKind::Pcapng(r) => r.next_packet(),
-            SourceKind::Erf(r) => r.next_packet(),
-            #[cfg(all(feature = "live", target_os = "linux"))]
-            SourceKind::Live(c) => c.next_packet(),
-        }
+        let compressed = self.compression != Compression::None;
+        let next = if self.filter.is_some() {
+            self.next_filtered()
+        } else {
+            match &mut self.kind {
+                SourceKind::Pcap(r) => r.next_packet(),
+                SourceKind::Pcapng(r) => r.next_packet(),
+                SourceKind::Erf(r) => r.next_packet(),
+                #[cfg(all(feature = "live", target_os = "linux"))]
+                SourceKind::Live(c) => c.next_packet(),
+            }
+        };
+        // A reader's offsets in a compressed file count decompressed bytes.
+        next.map_err(|e| {
+            if compressed {
+                e.in_decompressed_data()
+            } else {
+                e
+            }
+        })
     }
 
     fn stats(&self) -> Stats {
