@@ -77,8 +77,8 @@ impl RecordFormat for ErfFormat {
     }
 
     #[inline(always)]
-    fn next_record(&mut self) -> Result<Option<Record>, Error> {
-        self.next_record_in()
+    fn next_record(&mut self, record: &mut Record) -> Result<bool, Error> {
+        self.next_record_in(record)
     }
 
     fn input(&self) -> &Input {
@@ -158,16 +158,16 @@ impl ErfFormat {
     /// The next record: where its handed-out bytes are in the input window, and its
     /// metadata.
     #[inline(always)]
-    fn next_record_in(&mut self) -> Result<Option<Record>, Error> {
+    fn next_record_in(&mut self, record: &mut Record) -> Result<bool, Error> {
         loop {
             if self.done {
-                return Ok(None);
+                return Ok(false);
             }
             let have = self.input.fill(HEADER_LEN)?;
             if have < HEADER_LEN {
                 self.done = true;
                 if have == 0 {
-                    return Ok(None);
+                    return Ok(false);
                 }
                 return Err(self
                     .input
@@ -276,7 +276,8 @@ impl ErfFormat {
             let start = self.input.window_pos();
             self.input.consume(rlen);
             self.packets += 1;
-            return Ok(Some(Record::new(start + data_at, caplen, meta)));
+            *record = Record::new(start + data_at, caplen, meta);
+            return Ok(true);
         }
     }
 }

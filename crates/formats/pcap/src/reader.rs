@@ -121,8 +121,8 @@ impl RecordFormat for PcapFormat {
     }
 
     #[inline(always)]
-    fn next_record(&mut self) -> Result<Option<Record>, Error> {
-        self.next_record_in()
+    fn next_record(&mut self, record: &mut Record) -> Result<bool, Error> {
+        self.next_record_in(record)
     }
 
     fn input(&self) -> &Input {
@@ -177,16 +177,16 @@ impl PcapFormat {
 
     /// The next record: where its bytes are in the input window, and its metadata.
     #[inline(always)]
-    fn next_record_in(&mut self) -> Result<Option<Record>, Error> {
+    fn next_record_in(&mut self, record: &mut Record) -> Result<bool, Error> {
         if self.done {
-            return Ok(None);
+            return Ok(false);
         }
         let hl = self.record_len;
         let have = self.input.fill(hl)?;
         if have < hl {
             self.done = true;
             if have == 0 {
-                return Ok(None);
+                return Ok(false);
             }
             return Err(self
                 .input
@@ -245,7 +245,8 @@ impl PcapFormat {
             loss: 0,
             kind: PacketKind::Data,
         };
-        Ok(Some(Record::new(start, caplen as usize, meta)))
+        *record = Record::new(start, caplen as usize, meta);
+        Ok(true)
     }
 
     #[cold]

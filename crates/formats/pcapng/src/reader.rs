@@ -130,11 +130,17 @@ impl RecordFormat for PcapngFormat {
 
     /// The fast path first, then the general block loop.
     #[inline(always)]
-    fn next_record(&mut self) -> Result<Option<Record>, Error> {
-        if let Some(record) = self.fast_enhanced_packet()? {
-            return Ok(Some(record));
+    fn next_record(&mut self, record: &mut Record) -> Result<bool, Error> {
+        if self.fast_enhanced_packet(record)? {
+            return Ok(true);
         }
-        self.next_block(self.options.deliver_meta)
+        match self.next_block(self.options.deliver_meta)? {
+            Some(r) => {
+                *record = r;
+                Ok(true)
+            }
+            None => Ok(false),
+        }
     }
 
     fn input(&self) -> &Input {
@@ -238,88 +244,75 @@ impl PcapngFormat {
     }
 
     /// The common case, taken without the general block loop: an Enhanced Packet Block on
-    /// the interface of the previous one. Anything else (or anything odd) returns `None`
-    /// without consuming, and the general loop handles the block.
+    /// the interface of the previous one, written into `record`. Anything else (or
+    /// anything odd) returns `false` without consuming, and the general loop handles the
+    /// block.
     #[inline]
-    #[allow(clippy::type_complexity)]
-    fn fast_enhanced_packet(&mut self) -> Result<Option<Record>, Error> {
+    fn fast_enhanced_packet(&mut self, record: &mut Record) -> Result<bool, Error> {
         if self.done || self.first_section_pending || self.input.fill(EPB_MIN)? < EPB_MIN {
-            return Ok(None);
+            return Ok(false);
         }
         // One byte-order decision per block, not one per field.
         match self.order {
-            ByteOrder::Little => self.fast_enhanced_packet_in::<false>(),
-            ByteOrder::Big => self.fast_enhanced_packet_in::<true>(),
+            ByteOrder::Little => self.fast_enhanced_packet_in(ByteOrder::Little, record),
+            ByteOrder::Big => self.fast_enhanced_packet_in(ByteOrder::Big, record),
         }
     }
 
+    /// The fast path for one byte order (a constant once inlined).
     #[inline(always)]
-    #[allow(clippy::type_complexity)]
-    fn fast_enhanced_packet_in<const BIG: bool>(&mut self) -> Result<Option<Record>, Error> {
-        #[inline(always)]
-        fn rd<const BIG: bool>(b: &[u8], at: usize) -> u32 {
-            let a: [u8; 4] = b[at..at + 4].try_into().unwrap_or([0; 4]);
-            if BIG {
-                u32::from_be_bytes(a)
-            } else {
-                u32::from_le_bytes(a)
-            }
-        }
-        // The fixed part as an array: constant offsets, no bounds checks.
-        let Ok(h): Result<[u8; 28], _> = self.input.available()[..28].try_into() else {
-            return Ok(None);
+    fn fast_enhanced_packet_in(
+        &mut self,
+        order: ByteOrder,
+        record: &mut Record,
+    ) -> Result<bool, Error> {
+        let Some(fixed) = PacketFixed::read(self.input.available(), order) else {
+            return Ok(false);
         };
-        let h = &h[..];
-        if rd::<BIG>(h, 0) != block::EPB {
-            return Ok(None);
-        }
-        let len = rd::<BIG>(h, 4) as usize;
-        let caplen = rd::<BIG>(h, 20) as usize;
-        if len < EPB_MIN + padded(caplen)
+        let len = fixed.len;
+        if fixed.block_type != block::EPB
+            || len < EPB_MIN + padded(fixed.caplen)
             || !len.is_multiple_of(4)
             || len > block::MAX_BLOCK_LEN as usize
-            || rd::<BIG>(h, 8) != self.last_local
+            || fixed.interface != self.last_local
         {
-            return Ok(None);
+            return Ok(false);
         }
-        let units = (u64::from(rd::<BIG>(h, 12)) << 32) | u64::from(rd::<BIG>(h, 16));
-        let wire_len = rd::<BIG>(h, 24);
         if self.input.fill(len)? < len {
-            return Ok(None);
+            return Ok(false);
         }
         let b = &self.input.available()[..len];
-        if rd::<BIG>(b, len - 4) as usize != len {
-            return Ok(None);
+        if order.u32(&b[len - 4..]) as usize != len {
+            return Ok(false);
         }
-        let opt_at = 28 + padded(caplen);
-        let opt_len = len - 4 - opt_at;
+        let Some(info) = &self.last_interface else {
+            return Ok(false);
+        };
+        let (opt_at, opt_len) = fixed.options(len);
         let (flags, drops) = if opt_len > 0 {
-            packet_flags(&b[opt_at..opt_at + opt_len], self.order)
+            packet_flags(&b[opt_at..opt_at + opt_len], order)
         } else {
             (0, 0)
         };
-        let Some(info) = &self.last_interface else {
-            return Ok(None);
-        };
-        let meta = Meta {
-            ts: info.timestamp(units),
-            wire_len,
-            link: info.link_type,
-            interface: self.last_global,
-            direction: direction(flags),
-            loss: drops.min(u64::from(u32::MAX)) as u32,
-            kind: PacketKind::Data,
-        };
         let start = self.input.window_pos();
+        *record = Record {
+            start: start + epb::DATA,
+            len: fixed.caplen,
+            meta: Meta {
+                ts: info.timestamp(fixed.units),
+                wire_len: fixed.wire_len,
+                link: info.link_type,
+                interface: self.last_global,
+                direction: direction(flags),
+                loss: drops.min(u64::from(u32::MAX)) as u32,
+                kind: PacketKind::Data,
+            },
+            options: (start + opt_at, opt_len),
+            order,
+        };
         self.input.consume(len);
         self.packets += 1;
-        Ok(Some(Record {
-            start: start + 28,
-            len: caplen,
-            meta,
-            options: (start + opt_at, opt_len),
-            order: self.order,
-        }))
+        Ok(true)
     }
 
     /// Parses the first SHB without consuming it; returns its length.
@@ -524,17 +517,18 @@ impl PcapngFormat {
         };
         let order = self.order;
         let b = &self.input.available()[..len];
+        let Some(fixed) = PacketFixed::read(b, order) else {
+            return Err(self.cut(what, EPB_MIN));
+        };
         let (local, block_drops) = if obsolete {
             (
-                u32::from(order.u16(&b[8..10])),
-                Some(u64::from(order.u16(&b[10..12]))),
+                u32::from(order.u16(&b[epb::PB_INTERFACE])),
+                Some(u64::from(order.u16(&b[epb::PB_DROPS]))),
             )
         } else {
-            (order.u32(&b[8..12]), None)
+            (fixed.interface, None)
         };
-        let units = (u64::from(order.u32(&b[12..16])) << 32) | u64::from(order.u32(&b[16..20]));
-        let caplen = order.u32(&b[20..24]) as usize;
-        let wire_len = order.u32(&b[24..28]);
+        let (units, caplen, wire_len) = (fixed.units, fixed.caplen, fixed.wire_len);
         if caplen > len - EPB_MIN {
             return Err(self
                 .malformed(format!(
@@ -543,8 +537,7 @@ impl PcapngFormat {
                 ))
                 .with_packet(self.packets + 1));
         }
-        let opt_at = 28 + padded(caplen);
-        let opt_len = (len - 4).saturating_sub(opt_at);
+        let (opt_at, opt_len) = fixed.options(len);
         let (flags, option_drops) = if opt_len > 0 {
             packet_flags(&b[opt_at..opt_at + opt_len], order)
         } else {
@@ -567,7 +560,7 @@ impl PcapngFormat {
             loss: drops.min(u64::from(u32::MAX)) as u32,
             kind: PacketKind::Data,
         };
-        Ok(self.consume_packet(len, 28, caplen, opt_at, opt_len, meta))
+        Ok(self.consume_packet(len, epb::DATA, caplen, opt_at, opt_len, meta))
     }
 
     fn simple_packet(&mut self, len: usize) -> Result<Record, Error> {
@@ -701,6 +694,64 @@ impl PcapngFormat {
         }
         self.interfaces[global as usize].stats = Some(stats);
         (global, ts)
+    }
+}
+
+/// Byte positions in an Enhanced Packet Block (and in the obsolete Packet Block, whose
+/// 32-bit interface field is a 16-bit interface id and a 16-bit drop count).
+mod epb {
+    use std::ops::Range;
+
+    pub const TYPE: Range<usize> = 0..4;
+    pub const LEN: Range<usize> = 4..8;
+    pub const INTERFACE: Range<usize> = 8..12;
+    /// Packet Block: the interface id, then the drop count.
+    pub const PB_INTERFACE: Range<usize> = 8..10;
+    pub const PB_DROPS: Range<usize> = 10..12;
+    pub const TS_HIGH: Range<usize> = 12..16;
+    pub const TS_LOW: Range<usize> = 16..20;
+    pub const CAPLEN: Range<usize> = 20..24;
+    pub const WIRE_LEN: Range<usize> = 24..28;
+    /// The captured bytes, then options, then the trailing length.
+    pub const DATA: usize = 28;
+}
+
+/// The fixed part of a packet block, read once for the fast path and the general loop
+/// alike.
+#[derive(Clone, Copy)]
+struct PacketFixed {
+    block_type: u32,
+    len: usize,
+    /// The 32-bit interface field (the obsolete Packet Block splits it: see [`epb`]).
+    interface: u32,
+    units: u64,
+    caplen: usize,
+    wire_len: u32,
+}
+
+impl PacketFixed {
+    /// The fixed part at the start of `b`, or `None` when `b` is shorter.
+    #[inline(always)]
+    fn read(b: &[u8], order: ByteOrder) -> Option<PacketFixed> {
+        // As an array: constant offsets, no bounds checks.
+        let h: &[u8; epb::DATA] = b.get(..epb::DATA)?.try_into().ok()?;
+        let u32_at = |r: std::ops::Range<usize>| order.u32(&h[r]);
+        Some(PacketFixed {
+            block_type: u32_at(epb::TYPE),
+            len: u32_at(epb::LEN) as usize,
+            interface: u32_at(epb::INTERFACE),
+            units: (u64::from(u32_at(epb::TS_HIGH)) << 32) | u64::from(u32_at(epb::TS_LOW)),
+            caplen: u32_at(epb::CAPLEN) as usize,
+            wire_len: u32_at(epb::WIRE_LEN),
+        })
+    }
+
+    /// Where the options of a `len`-byte block with this captured length start, and how
+    /// long they are (the trailing length excluded).
+    #[inline(always)]
+    fn options(&self, len: usize) -> (usize, usize) {
+        let at = epb::DATA + padded(self.caplen);
+        (at, (len - 4).saturating_sub(at))
     }
 }
 
