@@ -4,15 +4,14 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 use clap::{Args, ValueEnum};
-use crossbeam_channel::{Receiver, Sender, bounded};
-use tracekit::{Format, Meta, Packet, Sink};
+use tracekit::{Cut, Format, InputFiles, Packet, PartFailure, PartNames, PartWriter};
 use tracekit_afpacket::{
-    AfPacket, FanoutGroup, FanoutSpec, GroupId, KernelFilter, RingStats, StopHandle,
+    AfPacket, FanoutGroup, FanoutSpec, GroupId, KernelFilter, MemberThreads, Polled, RingStats,
+    StopHandle,
 };
 
 use crate::Outcome;
-use crate::output::{self, OutputArgs};
-use crate::split::{name_parts, part_name};
+use crate::output::OutputArgs;
 
 /// Capture live packets on a Linux interface into a trace file of any format and
 /// compression, like `tcpdump -w`.
@@ -90,60 +89,41 @@ enum KernelFilterArg {
     Off,
 }
 
-/// Packets copied out of a member's ring for the writer thread: one buffer per batch,
-/// reused, so that no packet allocates.
-#[derive(Default)]
-struct Batch {
-    bytes: Vec<u8>,
-    packets: Vec<(Meta, usize, usize)>,
-}
-
-/// The output: one file, or one per rotation interval.
+/// The output (one file, or one per rotation interval) and the packets written.
 struct Output {
-    stem: String,
-    ext: String,
-    rotate_ns: Option<u64>,
-    interval: u64,
-    options: tracekit::CreateOptions,
-    sink: Option<Sink>,
-    name: String,
-    files: usize,
-    written: u64,
-    single: String,
+    parts: PartWriter,
 }
 
 impl Output {
+    fn written(&self) -> u64 {
+        self.parts.packets_written()
+    }
+
     fn write(&mut self, p: &Packet<'_>) -> Result<()> {
-        if let Some(len) = self.rotate_ns {
-            let k = p.ts().as_unix_nanos() / len;
-            if self.sink.is_some() && k != self.interval {
-                self.close()?;
-            }
-            self.interval = k;
-        }
-        if self.sink.is_none() {
-            self.name = match self.rotate_ns {
-                Some(_) => part_name(&self.stem, &self.ext, self.files),
-                None => self.single.clone(),
-            };
-            self.files += 1;
-            self.sink = Some(
-                tracekit::create(&self.name, &self.options)
-                    .with_context(|| format!("cannot create {}", self.name))?,
-            );
-        }
-        let sink = self.sink.as_mut().expect("just created");
-        sink.write_packet(p)
-            .with_context(|| format!("{} is incomplete", self.name))?;
-        self.written += 1;
+        self.parts.write_packet(p).map_err(failure)?;
         Ok(())
     }
 
-    fn close(&mut self) -> Result<()> {
-        if let Some(sink) = self.sink.take() {
-            output::finish("capture", &self.name, sink)?;
+    /// Completes the file being written, saying what its format could not carry.
+    fn close(self) -> Result<()> {
+        let done = self.parts.finish();
+        for part in &done.parts {
+            if let Some(lost) = &part.lost {
+                eprintln!("tracekit capture: {}: {lost}", part.file);
+            }
         }
-        Ok(())
+        match done.failure {
+            Some(f) => Err(failure(f)),
+            None => Ok(()),
+        }
+    }
+}
+
+/// A failed output as an error that says what the file holds.
+fn failure(f: PartFailure) -> anyhow::Error {
+    match f.kept {
+        None => anyhow::Error::from(f.error).context(format!("cannot create {}", f.file)),
+        Some(kept) => anyhow::Error::from(f.error).context(format!("{} {kept}", f.file)),
     }
 }
 
@@ -235,7 +215,7 @@ pub fn run(args: CaptureArgs) -> Result<Outcome> {
         );
     }
     let link = caps[0].link_type();
-    let (stem, ext, format) = name_parts(&args.output_file, Format::Pcap);
+    let rotating = PartNames::new(&args.output_file, Format::Pcap);
     let mut create = args.output.create_options(
         [tracekit::TsResolution::NANO],
         Some(args.output.snaplen.unwrap_or(snaplen)),
@@ -246,19 +226,17 @@ pub fn run(args: CaptureArgs) -> Result<Outcome> {
     create.format = Some(args.output.format.unwrap_or(if args.output_file == "-" {
         Format::Pcap
     } else {
-        format
+        rotating.format()
     }));
+    let (names, cut) = match args.rotate {
+        Some(s) => (rotating, Cut::Interval(s.max(1) * 1_000_000_000)),
+        None => (
+            PartNames::single(&args.output_file, rotating.format()),
+            Cut::Never,
+        ),
+    };
     let mut out = Output {
-        stem,
-        ext,
-        rotate_ns: args.rotate.map(|s| s.max(1) * 1_000_000_000),
-        interval: 0,
-        options: create,
-        sink: None,
-        name: String::new(),
-        files: 0,
-        written: 0,
-        single: args.output_file.clone(),
+        parts: PartWriter::new(names, cut, create, InputFiles::default())?,
     };
     let deadline = args
         .duration
@@ -286,7 +264,7 @@ pub fn run(args: CaptureArgs) -> Result<Outcome> {
         // One member: straight from the ring into the output, no copy.
         let cap = &mut caps[0];
         let mut r = Ok(());
-        'read: while out.written < limit && !stop.is_stopped() {
+        'read: while out.written() < limit && !stop.is_stopped() {
             match cap.next_block(Some(tick)) {
                 Ok(Some(block)) => {
                     for p in block.packets() {
@@ -294,7 +272,7 @@ pub fn run(args: CaptureArgs) -> Result<Outcome> {
                             r = Err(e);
                             break 'read;
                         }
-                        if out.written >= limit {
+                        if out.written() >= limit {
                             break;
                         }
                     }
@@ -306,7 +284,7 @@ pub fn run(args: CaptureArgs) -> Result<Outcome> {
                 }
             }
             let stats = || Ok(vec![cap.ring_stats()?]);
-            if let Err(e) = check_time(&stats, out.written) {
+            if let Err(e) = check_time(&stats, out.written()) {
                 r = Err(e);
                 break;
             }
@@ -315,10 +293,11 @@ pub fn run(args: CaptureArgs) -> Result<Outcome> {
     } else {
         capture_members(caps, &mut out, limit, &stop, &mut check_time)
     };
+    let written = out.written();
     let closed = out.close();
     let stats = result?;
     closed?;
-    print_stats("", &stats, out.written);
+    print_stats("", &stats, written);
     Ok(Outcome::Ok)
 }
 
@@ -328,8 +307,8 @@ type StatsFn<'a> = dyn Fn() -> Result<Vec<RingStats>> + 'a;
 /// deadline and prints the periodic report.
 type TimeCheck<'a> = dyn FnMut(&StatsFn<'_>, u64) -> Result<()> + 'a;
 
-/// Several members: one reader thread each, copying packets into reused batch buffers
-/// for this thread, which writes them.
+/// Several members: one reader thread each (the library's [`MemberThreads`]), their
+/// packets written here.
 fn capture_members(
     caps: Vec<AfPacket>,
     out: &mut Output,
@@ -337,107 +316,46 @@ fn capture_members(
     stop: &StopHandle,
     check_time: &mut TimeCheck<'_>,
 ) -> Result<Vec<RingStats>> {
-    let n = caps.len();
-    // Each member publishes its counters here after every block, for --stats-interval.
-    let live = std::sync::Arc::new(std::sync::Mutex::new(vec![RingStats::default(); n]));
-    let (full_tx, full_rx): (Sender<Batch>, Receiver<Batch>) = bounded(4 * n);
-    let mut returns = Vec::with_capacity(n);
-    let mut workers = Vec::with_capacity(n);
-    for (m, mut cap) in caps.into_iter().enumerate() {
-        let live = live.clone();
-        let (empty_tx, empty_rx) = bounded::<Batch>(8);
-        for _ in 0..8 {
-            let _ = empty_tx.send(Batch::default());
-        }
-        returns.push(empty_tx);
-        let full_tx = full_tx.clone();
-        let stop = stop.clone();
-        workers.push(std::thread::spawn(
-            move || -> Result<(AfPacket, RingStats)> {
-                while !stop.is_stopped() {
-                    let Some(block) = cap.next_block(Some(Duration::from_millis(100)))? else {
-                        continue;
-                    };
-                    let Ok(mut batch) = empty_rx.recv() else {
-                        break;
-                    };
-                    batch.bytes.clear();
-                    batch.packets.clear();
-                    for p in block.packets() {
-                        let start = batch.bytes.len();
-                        batch.bytes.extend_from_slice(p.data());
-                        batch.packets.push((*p.meta(), start, p.caplen()));
-                    }
-                    drop(block);
-                    if let Ok(mut l) = live.lock() {
-                        l[m] = cap.ring_stats()?;
-                    }
-                    if full_tx.send(batch).is_err() {
-                        break;
-                    }
-                }
-                let stats = cap.ring_stats()?;
-                Ok((cap, stats))
-            },
-        ));
-    }
-    drop(full_tx);
+    let mut group = MemberThreads::start(caps, stop.clone());
     let mut failure = None;
-    let mut member_of_batch = 0usize;
+    let tick = Duration::from_millis(100);
+    // The clock is looked at every so many packets, and whenever the members are idle.
+    let mut since_check = 0u32;
     loop {
-        match full_rx.recv_timeout(Duration::from_millis(100)) {
-            Ok(batch) => {
-                if failure.is_none() {
-                    for &(meta, start, len) in &batch.packets {
-                        if out.written >= limit {
-                            stop.stop();
-                            break;
-                        }
-                        if let Err(e) =
-                            out.write(&Packet::new(&batch.bytes[start..start + len], meta))
-                        {
-                            failure = Some(e);
-                            stop.stop();
-                            break;
-                        }
-                    }
+        let idle = match group.poll(tick) {
+            Ok(Polled::Packet(p)) => {
+                if failure.is_none()
+                    && out.written() < limit
+                    && let Err(e) = out.write(&p)
+                {
+                    failure = Some(e);
+                    stop.stop();
                 }
-                // Hand the buffer back to any member with room (buffers are alike).
-                let mut batch = Some(batch);
-                for k in 0..n {
-                    let i = (member_of_batch + k) % n;
-                    match returns[i].try_send(batch.take().expect("batch")) {
-                        Ok(()) => break,
-                        Err(e) => batch = Some(e.into_inner()),
-                    }
-                }
-                member_of_batch = (member_of_batch + 1) % n;
+                false
             }
-            Err(crossbeam_channel::RecvTimeoutError::Timeout) => {}
-            Err(crossbeam_channel::RecvTimeoutError::Disconnected) => break,
-        }
-        if out.written >= limit {
+            Ok(Polled::Idle) => true,
+            Ok(Polled::Ended) => break,
+            Err(e) => {
+                failure.get_or_insert(e.into());
+                break;
+            }
+        };
+        if out.written() >= limit {
             stop.stop();
         }
-        let stats = || Ok(live.lock().map(|l| l.clone()).unwrap_or_default());
-        if let Err(e) = check_time(&stats, out.written) {
-            failure.get_or_insert(e);
-            stop.stop();
-        }
-    }
-    drop(returns);
-    let mut stats = Vec::with_capacity(n);
-    for w in workers {
-        match w.join() {
-            Ok(Ok((_, s))) => stats.push(s),
-            Ok(Err(e)) => {
+        since_check += 1;
+        if idle || since_check >= 1024 {
+            since_check = 0;
+            let stats = || Ok(group.member_stats());
+            if let Err(e) = check_time(&stats, out.written()) {
                 failure.get_or_insert(e);
+                stop.stop();
             }
-            Err(_) => bail!("a capture thread panicked"),
         }
     }
+    let stats = group.finish();
     match failure {
         Some(e) => Err(e),
-        None => Ok(stats),
+        None => Ok(stats?),
     }
 }

@@ -17,7 +17,7 @@ pub struct Ended {
 
 /// Compiles a `-f` expression (checked once, before any packet is read).
 pub fn compile(expr: &str) -> Result<Filter> {
-    Filter::new(expr, 262_144).with_context(|| format!("filter '{expr}'"))
+    Filter::new(expr, tracekit::MAX_SNAPLEN).with_context(|| format!("filter '{expr}'"))
 }
 
 /// Compiles every `-f` expression of a command.

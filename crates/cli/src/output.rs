@@ -4,8 +4,7 @@
 use anyhow::Result;
 use clap::Args;
 use tracekit::{
-    Compression, CreateOptions, ErrorKind, Format, LinkType, MAX_COMPRESS_THREADS, Sink,
-    SinkReport, TsResolution,
+    Compression, CreateOptions, ErrorKind, Format, LinkType, MAX_COMPRESS_THREADS, TsResolution,
 };
 
 /// How output traces are written.
@@ -102,18 +101,4 @@ pub fn explain(e: &tracekit::Error, exact_timestamps: bool) -> String {
 /// [`Sink::salvage`].
 pub fn report_failure(command: &str, name: &str, message: &str, kept: tracekit::Kept) {
     eprintln!("tracekit {command}: {name}: {message}\ntracekit {command}: {name} {kept}");
-}
-
-/// Finishes an output, saying on stderr what the format could not carry; on failure,
-/// says what the output holds and returns the error.
-pub fn finish(command: &str, name: &str, sink: Sink) -> Result<SinkReport> {
-    match sink.finish_or_salvage() {
-        Ok(report) => {
-            if let Some(lost) = report.loss_summary() {
-                eprintln!("tracekit {command}: {name}: {lost}");
-            }
-            Ok(report)
-        }
-        Err(f) => Err(anyhow::Error::from(f.error).context(format!("{name} {}", f.kept))),
-    }
 }

@@ -41,6 +41,12 @@ pub use error::{Error, ErrorKind, Result};
 pub use interface::InterfaceInfo;
 pub use linktype::LinkType;
 pub use packet::{Direction, Meta, OwnedPacket, Packet, PacketKind, PacketOptions};
+
+/// The largest snap length, and the default one: libpcap's `MAXIMUM_SNAPLEN` (256 KiB),
+/// which tcpdump's `-s 0` means. Live capture refuses more, readers treat a record that
+/// claims more as damage (see `tracekit_pcap::max_caplen_for` for the per-link bounds),
+/// and filters assume it where a trace declares no snap length.
+pub const MAX_SNAPLEN: u32 = 262_144;
 pub use record::{Record, RecordFormat, TraceInfo};
 pub use source::{CaptureSink, CaptureSource, SinkReport, Stats};
 pub use timestamp::{Timestamp, TsResolution};

@@ -136,7 +136,8 @@ pub fn compile(expr: &str, link: LinkType, snaplen: u32) -> Result<Program, Erro
     let text = CString::new(expr)
         .map_err(|_| Error::invalid_argument("a filter expression cannot contain a NUL byte"))?;
     let pcap = libpcap()?;
-    let snaplen = c_int::try_from(snaplen.clamp(1, 262_144)).unwrap_or(262_144);
+    let max = tracekit_core::MAX_SNAPLEN;
+    let snaplen = c_int::try_from(snaplen.clamp(1, max)).unwrap_or(max as c_int);
     let linktype = c_int::try_from(dlt_of(link)).map_err(|_| {
         Error::invalid_argument(format!("link type {link} is out of libpcap's range"))
     })?;

@@ -45,6 +45,7 @@ mod copy;
 mod destination;
 mod format;
 pub mod merge;
+mod parts;
 mod sink;
 mod source;
 mod summary;
@@ -52,6 +53,7 @@ mod summary;
 pub use copy::{CopyError, InterfaceDescriber, copy, copy_while};
 pub use destination::{FileId, InputFiles, Kept, WriteFailure};
 pub use format::Format;
+pub use parts::{Cut, Part, PartFailure, PartNames, PartWriter, PartsDone};
 pub use sink::{CreateOptions, MAX_COMPRESS_THREADS, Sink, create, create_checked};
 pub use source::{LIVE_SCHEMES, Metadata, OpenOptions, Source, is_live_uri, open, open_with};
 pub use summary::Summary;
@@ -61,8 +63,8 @@ pub use summary::Summary;
 pub use tracekit_afpacket as live;
 pub use tracekit_core::{
     ByteOrder, CaptureSink, CaptureSource, Direction, Error, ErrorKind, InterfaceInfo, LinkType,
-    Meta, OwnedPacket, Packet, PacketKind, PacketOptions, SinkReport, Stats, Timestamp,
-    TsResolution,
+    MAX_SNAPLEN, Meta, OwnedPacket, Packet, PacketKind, PacketOptions, SinkReport, Stats,
+    Timestamp, TsResolution,
 };
 pub use tracekit_filter::Filter;
 pub use tracekit_io::{Compression, ReadMode};

@@ -218,7 +218,10 @@ impl Source {
     /// # Ok::<(), tracekit::Error>(())
     /// ```
     pub fn with_filter(self, expr: &str) -> Result<Source, Error> {
-        let snaplen = self.snaplen().filter(|s| *s != 0).unwrap_or(262_144);
+        let snaplen = self
+            .snaplen()
+            .filter(|s| *s != 0)
+            .unwrap_or(tracekit_core::MAX_SNAPLEN);
         Ok(self.with_filter_program(Filter::new(expr, snaplen)?))
     }
 

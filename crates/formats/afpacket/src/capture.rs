@@ -19,7 +19,7 @@ use crate::fanout::{FanoutFlags, FanoutMode, FanoutSpec, option_value};
 use crate::sys::{self, ACQUIRE, Mapping, RELEASE};
 
 /// The largest snap length (libpcap's `MAXIMUM_SNAPLEN`).
-pub const MAX_SNAPLEN: u32 = 262_144;
+pub use tracekit_core::MAX_SNAPLEN;
 
 const TP_STATUS_KERNEL: u32 = 0;
 const TP_STATUS_USER: u32 = 1;

@@ -178,8 +178,11 @@ impl Config {
                 }
                 "snaplen" => {
                     let v = number("snaplen")?;
-                    if !(1..=262_144).contains(&v) {
-                        return Err(err(format!("snaplen must be 1 to 262144, not {v}")));
+                    if !(1..=u64::from(tracekit_core::MAX_SNAPLEN)).contains(&v) {
+                        return Err(err(format!(
+                            "snaplen must be 1 to {}, not {v}",
+                            tracekit_core::MAX_SNAPLEN
+                        )));
                     }
                     s.snaplen = Some(v as u32);
                 }

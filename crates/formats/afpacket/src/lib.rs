@@ -5,7 +5,8 @@
 //!   whose packets borrow the ring, plus a per-block interface ([`AfPacket::next_block`]).
 //! - [`FanoutGroup`]: opens N members of one fan-out group, each movable to its own
 //!   thread; [`AfPacket::fanout`] joins a group per handle, with the fan-out paper's mode
-//!   strings (`"hash|defrag"`).
+//!   strings (`"hash|defrag"`); [`MemberThreads`] reads the members on one thread each
+//!   and hands their packets out as one stream.
 //! - [`config`]: the `TRACEKIT_GROUP`/`TRACEKIT_FANOUT` environment (and the paper's
 //!   `PCAP_*` names) and the `key[@group] = value` file named by `TRACEKIT_CONFIG`.
 //! - [`Injector`] sends frames (for tests and traffic generators); [`enter_netns`] moves
@@ -27,6 +28,7 @@
 pub mod capture;
 pub mod config;
 pub mod fanout;
+mod members;
 #[allow(unsafe_code)]
 mod sys;
 
@@ -35,6 +37,7 @@ use std::os::fd::OwnedFd;
 pub use capture::{AfPacket, Block, FanoutProgram, MAX_SNAPLEN, Options, RingStats, StopHandle};
 pub use config::{Config, KernelFilter, Settings};
 pub use fanout::{FanoutFlags, FanoutMode, FanoutSpec, GroupId};
+pub use members::{MemberThreads, Polled};
 use tracekit_core::Error;
 use tracekit_filter::Insn;
 

@@ -9,7 +9,7 @@ use tracekit_io::{Input, Reader};
 use crate::header::{FILE_HEADER_LEN, FileHeader};
 
 /// libpcap's default bound on a record's captured length (`MAXIMUM_SNAPLEN`).
-pub const DEFAULT_MAX_CAPLEN: u32 = 262_144;
+pub const DEFAULT_MAX_CAPLEN: u32 = tracekit_core::MAX_SNAPLEN;
 
 /// The largest captured length libpcap accepts for a link type (`max_snaplen_for_dlt`):
 /// a record claiming more is damage, not data.
