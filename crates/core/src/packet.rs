@@ -82,6 +82,16 @@ impl<'a> PacketOptions<'a> {
         PacketOptions { bytes, order }
     }
 
+    /// The encoded options as stored.
+    pub fn bytes(&self) -> &'a [u8] {
+        self.bytes
+    }
+
+    /// Their byte order.
+    pub fn byte_order(&self) -> ByteOrder {
+        self.order
+    }
+
     /// `(code, value)` of each option up to `opt_endofopt` or the end of the bytes; a
     /// malformed option (length past the end) ends the list.
     pub fn iter(&self) -> impl Iterator<Item = (u16, &'a [u8])> + 'a {

@@ -53,6 +53,23 @@ impl Record {
     }
 }
 
+impl Record {
+    /// The packet this record describes in `window`, the bytes its positions index (a
+    /// reader's input window, or a buffer it shared).
+    #[inline]
+    pub fn packet<'a>(&self, window: &'a [u8]) -> crate::Packet<'a> {
+        let packet = crate::Packet::new(&window[self.start..self.start + self.len], self.meta);
+        if self.options.1 == 0 {
+            return packet;
+        }
+        let (at, len) = self.options;
+        packet.with_options(Some(crate::PacketOptions::new(
+            &window[at..at + len],
+            self.order,
+        )))
+    }
+}
+
 /// A trace-file format: it parses records, one at a time, out of the input it was given.
 ///
 /// `next_record` is the format's one piece of work; opening (`start`) reads what comes
@@ -78,6 +95,9 @@ pub trait RecordFormat: Sized {
 
     /// The input the records point into.
     fn input(&self) -> &Self::Input;
+
+    /// The input, to change how it keeps its buffers (sharing them with other threads).
+    fn input_mut(&mut self) -> &mut Self::Input;
 
     /// Packets the capture lost, as far as the trace records it (pcapng interface
     /// statistics, ERF loss counters).

@@ -7,6 +7,7 @@
 //! character devices, and regular files when mapping is not wanted). Only a record that
 //! straddles two read blocks is moved, once, to the front of the buffer.
 
+use std::collections::VecDeque;
 use std::fs::File;
 use std::io::{self, Read};
 use std::path::Path;
@@ -50,6 +51,51 @@ enum Backing {
     Blocks(BlockStream),
 }
 
+/// Window buffers kept for other threads (see [`Input::share_windows`]).
+#[derive(Default)]
+struct Sharing {
+    /// Bumped each time the window moves to another buffer.
+    generation: u64,
+    /// Buffers the window left, with the generation they held; their bytes stay as
+    /// they were.
+    retired: VecDeque<(u64, Arc<Vec<u8>>)>,
+    /// Buffers handed out, reused once nobody else holds them.
+    lent: VecDeque<Arc<Vec<u8>>>,
+}
+
+/// Buffers lent out beyond this many are forgotten (freed by their last holder).
+const MAX_LENT: usize = 256;
+
+impl Sharing {
+    /// Keeps `old`, the buffer the window is leaving, as it is.
+    fn retire(&mut self, old: Vec<u8>) {
+        self.retired.push_back((self.generation, Arc::new(old)));
+        self.generation += 1;
+    }
+
+    /// A buffer nobody else holds: a lent one whose holders are done, or a new one.
+    fn fresh(&mut self) -> Vec<u8> {
+        for _ in 0..self.lent.len() {
+            let Some(buf) = self.lent.pop_front() else {
+                break;
+            };
+            match Arc::try_unwrap(buf) {
+                Ok(buf) => return buf,
+                Err(still_held) => self.lent.push_back(still_held),
+            }
+        }
+        Vec::new()
+    }
+
+    /// Remembers a buffer handed out, for reuse.
+    fn lend(&mut self, buf: &Arc<Vec<u8>>) {
+        if self.lent.len() >= MAX_LENT {
+            self.lent.pop_front();
+        }
+        self.lent.push_back(buf.clone());
+    }
+}
+
 /// A byte input that a parser walks in place. See the module documentation.
 pub struct Input {
     backing: Backing,
@@ -79,6 +125,8 @@ pub struct Input {
     eof: bool,
     path: Option<Arc<Path>>,
     size_hint: Option<u64>,
+    /// Window buffers kept for other threads, when asked for.
+    sharing: Option<Box<Sharing>>,
 }
 
 impl Input {
@@ -141,6 +189,7 @@ impl Input {
             eof: false,
             path: None,
             size_hint,
+            sharing: None,
         }
     }
 
@@ -189,6 +238,86 @@ impl Input {
     /// Compression of the underlying bytes ([`Compression::None`] when read as they are).
     pub fn compression(&self) -> Compression {
         self.compression
+    }
+
+    /// From now on, never overwrite or reuse a window buffer whose bytes have been
+    /// handed out: when the window moves on, its buffer is kept as it is, numbered by
+    /// its [`Input::generation`], and can be taken ([`Input::take_retired`]) and shared
+    /// with other threads, which borrow records out of it without copying. Buffers come
+    /// back for reuse when their last holder drops them. The unread tail of a window is
+    /// copied into the next buffer, as without sharing.
+    ///
+    /// Returns `false` (and changes nothing) for a mapping, whose bytes are not in
+    /// buffers of the input's own; read such a file with [`ReadMode::Read`] to share.
+    pub fn share_windows(&mut self) -> bool {
+        if self.is_mapped() {
+            return false;
+        }
+        self.sharing.get_or_insert_with(Box::default);
+        true
+    }
+
+    /// Sharing: how many times the window has moved to another buffer. Positions
+    /// ([`Input::window_pos`]) taken in one generation index that generation's buffer.
+    pub fn generation(&self) -> u64 {
+        self.sharing.as_ref().map_or(0, |s| s.generation)
+    }
+
+    /// Sharing: the buffer that held the window in `generation`, once the window has
+    /// left it (buffers of earlier generations not taken are let go).
+    pub fn take_retired(&mut self, generation: u64) -> Option<Arc<Vec<u8>>> {
+        let sharing = self.sharing.as_deref_mut()?;
+        while let Some((g, buf)) = sharing.retired.pop_front() {
+            sharing.lend(&buf);
+            if g == generation {
+                return Some(buf);
+            }
+        }
+        None
+    }
+
+    /// Sharing: moves the window to a new buffer now (its unread bytes copied there)
+    /// and returns the buffer it held, with every position handed out in it intact.
+    /// For the last records of an input, or to hand records out before the window
+    /// fills.
+    pub fn share_current(&mut self) -> Option<Arc<Vec<u8>>> {
+        let sharing = self.sharing.as_deref_mut()?;
+        let mut fresh = sharing.fresh();
+        let tail = self.end - self.pos;
+        if fresh.len() < tail.max(BLOCK_SIZE) {
+            fresh.resize(tail.max(BLOCK_SIZE), 0);
+        }
+        fresh[..tail].copy_from_slice(&self.buf[self.pos..self.end]);
+        let old = std::mem::replace(&mut self.buf, fresh);
+        self.window_is_block = false;
+        self.base += self.pos as u64;
+        self.end = tail;
+        self.pos = 0;
+        let generation = sharing.generation;
+        sharing.retire(old);
+        self.take_retired(generation)
+    }
+
+    /// Sharing: moves the unread tail of the window to the front of a fresh buffer,
+    /// keeping the old one; nothing without sharing or when nothing was read.
+    fn move_tail_to_fresh(&mut self, want: usize) -> bool {
+        let Some(sharing) = self.sharing.as_deref_mut() else {
+            return false;
+        };
+        if self.pos == 0 {
+            return false;
+        }
+        let mut fresh = sharing.fresh();
+        let tail = self.end - self.pos;
+        if fresh.len() < want.max(tail) {
+            fresh.resize(want.max(tail), 0);
+        }
+        fresh[..tail].copy_from_slice(&self.buf[self.pos..self.end]);
+        sharing.retire(std::mem::replace(&mut self.buf, fresh));
+        self.base += self.pos as u64;
+        self.end = tail;
+        self.pos = 0;
+        true
     }
 
     /// Names the input in error messages (e.g. the path a stream came from).
@@ -282,6 +411,11 @@ impl Input {
                     self.eof = true;
                 }
             }
+            Backing::Stream(_) if self.sharing.is_some() && self.pos > 0 => {
+                // Sharing: the tail goes to a fresh buffer; then read as below.
+                self.move_tail_to_fresh(n.max(BLOCK_SIZE));
+                return self.fill_slow(n);
+            }
             Backing::Stream(reader) => {
                 // Move the unread tail to the front, then read large blocks behind it.
                 if self.pos > 0 {
@@ -333,7 +467,11 @@ impl Input {
                 // The stitched structure was consumed: continue inside the block, in place.
                 // (`base + end` is the offset of `block[off]`.)
                 self.base = self.base + self.end as u64 - off as u64;
-                self.scratch = std::mem::replace(&mut self.buf, block);
+                let stitched = std::mem::replace(&mut self.buf, block);
+                match self.sharing.as_deref_mut() {
+                    Some(sharing) => sharing.retire(stitched),
+                    None => self.scratch = stitched,
+                }
                 self.window_is_block = true;
                 self.pos = off;
                 self.end = len;
@@ -341,6 +479,20 @@ impl Input {
             }
             if let Some((block, off, len)) = &mut self.pending {
                 // Stitching: `buf` is the scratch window; append what is missing.
+                if self.pos > 0
+                    && let Some(sharing) = self.sharing.as_deref_mut()
+                {
+                    let tail = self.end - self.pos;
+                    let mut fresh = sharing.fresh();
+                    if fresh.len() < n {
+                        fresh.resize(n, 0);
+                    }
+                    fresh[..tail].copy_from_slice(&self.buf[self.pos..self.end]);
+                    sharing.retire(std::mem::replace(&mut self.buf, fresh));
+                    self.base += self.pos as u64;
+                    self.end = tail;
+                    self.pos = 0;
+                }
                 if self.pos > 0 {
                     self.buf.copy_within(self.pos..self.end, 0);
                     self.base += self.pos as u64;
@@ -382,9 +534,18 @@ impl Input {
             };
             if have == 0 {
                 // Move to the new block without copying.
+                if let Some(sharing) = self.sharing.as_deref_mut() {
+                    // A buffer whose holders are done goes back to the decompressor.
+                    let spare = sharing.fresh();
+                    if spare.capacity() > 0 {
+                        stream.recycle(spare);
+                    }
+                }
                 self.base += self.end as u64;
                 let old = std::mem::replace(&mut self.buf, block);
-                if self.window_is_block {
+                if let Some(sharing) = self.sharing.as_deref_mut() {
+                    sharing.retire(old);
+                } else if self.window_is_block {
                     stream.recycle(old);
                 } else {
                     self.scratch = old;
@@ -394,7 +555,15 @@ impl Input {
                 self.end = len;
             } else {
                 // The structure straddles: its start goes into the scratch window.
-                if self.window_is_block {
+                if let Some(sharing) = self.sharing.as_deref_mut() {
+                    let mut fresh = sharing.fresh();
+                    if fresh.len() < n {
+                        fresh.resize(n, 0);
+                    }
+                    fresh[..have].copy_from_slice(&self.buf[self.pos..self.end]);
+                    sharing.retire(std::mem::replace(&mut self.buf, fresh));
+                    self.window_is_block = false;
+                } else if self.window_is_block {
                     let mut scratch = std::mem::take(&mut self.scratch);
                     if scratch.len() < n {
                         scratch.resize(n, 0);
@@ -678,6 +847,81 @@ mod tests {
                     Ok(())
                 })
                 .unwrap();
+        }
+    }
+
+    /// Walks `input` in sharing mode in steps, keeping every step's bytes as a
+    /// (buffer, range) pair taken from the generation it was read in, and checks at the
+    /// end (after every later fill) that each still holds the original bytes.
+    fn walk_shared(mut input: Input, data: &[u8], steps: &[usize]) -> usize {
+        assert!(input.share_windows());
+        let mut kept: Vec<(Arc<Vec<u8>>, usize, usize, usize)> = Vec::new();
+        let mut open: Vec<(usize, usize, usize)> = Vec::new();
+        let mut generation = input.generation();
+        let mut at = 0;
+        for step in steps.iter().cycle() {
+            let have = input.fill(*step).unwrap();
+            if input.generation() != generation {
+                let buf = input.take_retired(generation).expect("the left buffer");
+                kept.extend(open.drain(..).map(|(s, l, a)| (buf.clone(), s, l, a)));
+                generation = input.generation();
+            }
+            if have == 0 {
+                break;
+            }
+            let take = have.min(*step);
+            open.push((input.window_pos(), take, at));
+            input.consume(take);
+            at += take;
+        }
+        if let Some(buf) = input.share_current() {
+            kept.extend(open.drain(..).map(|(s, l, a)| (buf.clone(), s, l, a)));
+        }
+        assert!(open.is_empty());
+        assert_eq!(at, data.len());
+        let mut covered = 0;
+        for (buf, start, len, at) in &kept {
+            assert!(buf[*start..start + len] == data[*at..at + len]);
+            covered += len;
+        }
+        assert_eq!(covered, data.len());
+        kept.iter()
+            .map(|k| Arc::as_ptr(&k.0))
+            .collect::<std::collections::HashSet<_>>()
+            .len()
+    }
+
+    #[test]
+    fn shared_windows_keep_their_bytes_for_other_holders() {
+        let data = sample(5 * BLOCK_SIZE + 777);
+        let steps = [1usize, 7, 4096, BLOCK_SIZE + 3, 13, 1500];
+        let buffers = walk_shared(
+            Input::from_reader(io::Cursor::new(data.clone())),
+            &data,
+            &steps,
+        );
+        assert!(
+            buffers > 3,
+            "the window moved through several buffers ({buffers})"
+        );
+        let mut f = tempfile::NamedTempFile::new().unwrap();
+        f.write_all(&data).unwrap();
+        f.flush().unwrap();
+        assert!(
+            !Input::open(f.path(), ReadMode::Mmap)
+                .unwrap()
+                .share_windows()
+        );
+        walk_shared(
+            Input::open(f.path(), ReadMode::Read).unwrap(),
+            &data,
+            &steps,
+        );
+        let data = sample(3 * crate::DECOMPRESSED_BLOCK + 4321);
+        for codec in [Compression::Gzip, Compression::Zstd] {
+            let packed = compress(&data, codec, 3);
+            let raw = Input::from_reader(io::Cursor::new(packed));
+            walk_shared(Input::decompress(raw, codec).unwrap(), &data, &steps);
         }
     }
 

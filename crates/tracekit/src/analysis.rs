@@ -187,6 +187,17 @@ impl Ports {
             .sum()
     }
 
+    /// Adds another table's counts (a parallel run's workers, reduced).
+    pub fn merge(&mut self, other: &Ports) {
+        for (a, b) in self.table.iter_mut().zip(other.table.iter()) {
+            a.0 += b.0;
+            a.1 += b.1;
+        }
+        self.fragments += other.fragments;
+        self.truncated += other.truncated;
+        self.other += other.other;
+    }
+
     /// A checksum over the whole table, for comparing implementations: the sum over
     /// non-empty cells of `(index + 1) * (packets * 31 + bytes)`, wrapping, where
     /// index is `(protocol (0 TCP, 1 UDP) * 2 + destination) * 65536 + port`.
@@ -280,6 +291,23 @@ impl Protocols {
             for a in anomalies.iter() {
                 self.anomalies[a as usize] += 1;
             }
+        }
+    }
+
+    /// Adds another breakdown's counts (a parallel run's workers, reduced).
+    pub fn merge(&mut self, other: &Protocols) {
+        self.packets += other.packets;
+        self.ipv4 += other.ipv4;
+        self.ipv6 += other.ipv6;
+        self.other_network += other.other_network;
+        self.tcp += other.tcp;
+        self.udp += other.udp;
+        self.icmp += other.icmp;
+        self.other_transport += other.other_transport;
+        self.fragments += other.fragments;
+        self.with_anomalies += other.with_anomalies;
+        for (a, b) in self.anomalies.iter_mut().zip(other.anomalies.iter()) {
+            *a += b;
         }
     }
 

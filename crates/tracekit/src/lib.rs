@@ -45,6 +45,7 @@ mod copy;
 mod destination;
 mod format;
 pub mod merge;
+pub mod parallel;
 mod parts;
 mod sink;
 mod source;

@@ -85,6 +85,10 @@ impl RecordFormat for ErfFormat {
         &self.input
     }
 
+    fn input_mut(&mut self) -> &mut Input {
+        &mut self.input
+    }
+
     fn dropped(&self) -> u64 {
         self.lost
     }

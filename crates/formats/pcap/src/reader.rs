@@ -128,6 +128,10 @@ impl RecordFormat for PcapFormat {
     fn input(&self) -> &Input {
         &self.input
     }
+
+    fn input_mut(&mut self) -> &mut Input {
+        &mut self.input
+    }
 }
 
 impl TraceInfo for PcapFormat {

@@ -147,6 +147,10 @@ impl RecordFormat for PcapngFormat {
         &self.input
     }
 
+    fn input_mut(&mut self) -> &mut Input {
+        &mut self.input
+    }
+
     fn dropped(&self) -> u64 {
         self.interfaces
             .iter()

@@ -1,0 +1,389 @@
+//! `tracekit::parallel` against the single-threaded loop: every order and the reduce give
+//! exactly what one thread gives, for 1, 2, 3 and 8 workers, on corpus traces (pcap,
+//! pcapng, ERF, compressed) and on a generated trace that spans many read buffers; flow
+//! affinity; damaged inputs; ticks.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use tracekit::analysis::{Ports, Protocols};
+use tracekit::decode::Decoded;
+use tracekit::parallel::{Distribution, Emit, Order, Parallel, Tick, TickEvery, Worker};
+use tracekit::{CaptureSource, CreateOptions, Error, Packet};
+use tracekit_testdata::builder::{Ethernet, Ipv4, PacketBuilder, Tcp, Udp};
+use tracekit_testdata::corpus;
+
+const WORKERS: [usize; 4] = [1, 2, 3, 8];
+
+/// What one packet is, for comparing runs: number, time, lengths and a digest of the
+/// bytes (options included).
+type Seen = (u64, u64, u32, usize, u64);
+
+fn digest(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+fn seen(seq: u64, p: &Packet<'_>) -> Seen {
+    let options = p.options().map_or(0, |o| digest(o.bytes()));
+    (
+        seq,
+        p.ts().as_unix_nanos(),
+        p.wire_len(),
+        p.caplen(),
+        digest(p.data()) ^ options.rotate_left(1),
+    )
+}
+
+/// Emits what each packet is; counts ports and protocols; records its ticks.
+#[derive(Default)]
+struct Recorder {
+    ports: Ports,
+    protocols: Protocols,
+    /// Packets since the last tick, per tick.
+    per_tick: Vec<(u64, u64)>,
+    since_tick: u64,
+}
+
+impl Worker for Recorder {
+    type Item = Seen;
+
+    fn packet(&mut self, p: &Packet<'_>, out: &mut Emit<'_, Seen>) -> Result<(), Error> {
+        let d = Decoded::new(p);
+        self.ports.add_decoded(&d);
+        self.protocols.add_decoded(&d);
+        self.since_tick += 1;
+        let seq = out.seq();
+        out.emit(seen(seq, p));
+        Ok(())
+    }
+
+    fn tick(&mut self, tick: &Tick, _: &mut Emit<'_, Seen>) -> Result<(), Error> {
+        self.per_tick
+            .push((tick.index, std::mem::take(&mut self.since_tick)));
+        Ok(())
+    }
+}
+
+/// The single-threaded result: every packet in order, and the read error if any.
+fn one_thread(uri: &str) -> (Vec<Seen>, Ports, Protocols, Option<String>) {
+    let mut source = tracekit::open(uri).unwrap();
+    let (mut all, mut ports, mut protocols) = (Vec::new(), Ports::new(), Protocols::default());
+    let mut seq = 0;
+    let error = loop {
+        match source.next_packet() {
+            Ok(Some(p)) => {
+                all.push(seen(seq, &p));
+                ports.add(&p);
+                protocols.add(&p);
+                seq += 1;
+            }
+            Ok(None) => break None,
+            Err(e) => break Some(e.to_string()),
+        }
+    };
+    (all, ports, protocols, error)
+}
+
+fn check_file(uri: &str) {
+    let (want, want_ports, want_protocols, want_error) = one_thread(uri);
+    for workers in WORKERS {
+        for order in [Order::Stream, Order::Arrival] {
+            let mut source = tracekit::open(uri).unwrap();
+            let mut got = Vec::new();
+            let done = Parallel::new(workers)
+                .order(order)
+                .run(
+                    &mut source,
+                    |_| Recorder::default(),
+                    |seq, item| {
+                        assert_eq!(seq, item.0);
+                        got.push(item)
+                    },
+                )
+                .unwrap();
+            let what = format!("{uri}, {workers} workers, {order:?}");
+            if order == Order::Arrival {
+                got.sort();
+            }
+            assert_eq!(got.len(), want.len(), "{what}");
+            if let Some(i) = (0..got.len()).find(|&i| got[i] != want[i]) {
+                panic!(
+                    "{what}: the packets differ first at {i}: {:?} vs {:?}",
+                    got[i], want[i]
+                );
+            }
+            // The reduce.
+            let mut ports = Ports::new();
+            let mut protocols = Protocols::default();
+            for w in &done.workers {
+                ports.merge(&w.ports);
+                protocols.merge(&w.protocols);
+            }
+            assert_eq!(ports.checksum(), want_ports.checksum(), "{what}");
+            assert_eq!(ports.packets(), want_ports.packets(), "{what}");
+            assert_eq!(protocols, want_protocols, "{what}");
+            assert_eq!(done.stats.packets, want.len() as u64, "{what}");
+            assert_eq!(
+                done.stats.workers.iter().map(|w| w.packets).sum::<u64>(),
+                want.len() as u64
+            );
+            assert_eq!(
+                done.error.as_ref().map(|e| e.to_string()),
+                want_error,
+                "{what}: the error"
+            );
+        }
+    }
+}
+
+/// A trace of `n` packets over 300 flows (TCP and UDP, both directions, fragmented
+/// datagrams among them), of sizes that cross many read buffers.
+fn generated(dir: &Path, n: u32, name: &str) -> String {
+    let path = dir.join(name);
+    let uri = path.to_str().unwrap().to_string();
+    let mut sink = tracekit::create(&uri, &CreateOptions::default()).unwrap();
+    let payload = vec![0x5au8; 1400];
+    for i in 0..n {
+        let flow = i % 300;
+        let (a, b) = (
+            [10, 1, (flow >> 8) as u8, flow as u8],
+            [10, 2, 0, (flow % 7) as u8],
+        );
+        let (src, dst) = if i % 3 == 0 { (b, a) } else { (a, b) };
+        let len = 20 + (i as usize * 37) % 1300;
+        let mut builder = PacketBuilder::new();
+        builder.ethernet(Ethernet::new([2, 0, 0, 0, 0, 1], [2, 0, 0, 0, 0, 2]));
+        if flow % 10 == 3 && i % 2 == 0 {
+            // A fragment: the first carries the ports, the second none.
+            let first = (i / 2) % 2 == 0;
+            builder.ipv4(
+                Ipv4::new(src, dst)
+                    .id(flow as u16)
+                    .protocol(17)
+                    .fragment(if first { 0 } else { 185 }, first),
+            );
+            builder.payload(&payload[..len]);
+        } else {
+            builder.ipv4(Ipv4::new(src, dst));
+            if flow % 2 == 0 {
+                let ports = if src == a { (40_000, 80) } else { (80, 40_000) };
+                builder.tcp(Tcp::new(ports.0, ports.1));
+            } else {
+                let ports = if src == a {
+                    (50_000 + flow as u16, 53)
+                } else {
+                    (53, 50_000 + flow as u16)
+                };
+                builder.udp(Udp::new(ports.0, ports.1));
+            }
+            builder.payload(&payload[..len]);
+        }
+        let frame = builder.build();
+        let ts = tracekit::Timestamp::from_nanos(1_700_000_000 + i / 1000, (i % 1000) * 1_000_000);
+        let meta = tracekit::Meta::new(ts, frame.len() as u32, tracekit::LinkType::ETHERNET);
+        sink.write_packet(&Packet::new(&frame, meta)).unwrap();
+    }
+    sink.finish().unwrap();
+    uri
+}
+
+#[test]
+fn every_order_and_the_reduce_match_one_thread_on_the_corpus() {
+    for name in [
+        "libtrace__100_packets.pcap",
+        "libtrace__100_packets.pcapng",
+        "libtrace__100_packets.erf",
+        "libtrace__vlan.pcap.gz",
+        "libtrace__vlan.pcap.bz2",
+        "libtrace__fragtest.erf.gz",
+        "ndpi__sites.pcapng",
+        "pcapnggen__test010_le.pcapng",
+    ] {
+        let path = corpus(name);
+        if path.exists() {
+            check_file(path.to_str().unwrap());
+        }
+    }
+}
+
+#[test]
+fn every_order_and_the_reduce_match_one_thread_across_many_buffers() {
+    let dir = tempfile::tempdir().unwrap();
+    let plain = generated(dir.path(), 20_000, "gen.pcap");
+    check_file(&plain);
+    let compressed = generated(dir.path(), 8_000, "gen.pcapng.zst");
+    check_file(&compressed);
+    // A mapping has no buffers to share: packets are copied, with the same result.
+    let (want, ..) = one_thread(&plain);
+    let options = tracekit::OpenOptions {
+        read_mode: tracekit::ReadMode::Mmap,
+        ..Default::default()
+    };
+    for workers in WORKERS {
+        let mut source = tracekit::open_with(&plain, &options).unwrap();
+        let mut got = Vec::new();
+        let done = Parallel::new(workers)
+            .order(Order::Stream)
+            .run(
+                &mut source,
+                |_| Recorder::default(),
+                |_, item| got.push(item),
+            )
+            .unwrap();
+        assert!(done.stats.copied);
+        assert!(got == want, "mapped, {workers} workers");
+    }
+}
+
+#[test]
+fn flows_and_fragments_stay_on_one_worker_in_file_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let uri = generated(dir.path(), 6_000, "flows.pcap");
+    for file in [
+        uri,
+        corpus("libtrace__fragtest.erf.gz")
+            .to_str()
+            .unwrap()
+            .to_string(),
+    ] {
+        if !Path::new(&file).exists() {
+            continue;
+        }
+        for workers in [2usize, 3, 8] {
+            /// Emits (address pair, worker) for every IP packet.
+            struct Affinity(usize);
+            impl Worker for Affinity {
+                type Item = ((std::net::IpAddr, std::net::IpAddr, u8), usize);
+                fn packet(
+                    &mut self,
+                    p: &Packet<'_>,
+                    out: &mut Emit<'_, Self::Item>,
+                ) -> Result<(), Error> {
+                    let d = Decoded::new(p);
+                    if let (Some(a), Some(b), Some(proto)) =
+                        (d.src_addr(), d.dst_addr(), d.ip_protocol())
+                    {
+                        out.emit(((a.min(b), a.max(b), proto), self.0));
+                    }
+                    Ok(())
+                }
+            }
+            let mut source = tracekit::open(&file).unwrap();
+            let mut owner: HashMap<_, usize> = HashMap::new();
+            let mut last_seq: HashMap<_, u64> = HashMap::new();
+            Parallel::new(workers)
+                .distribution(Distribution::Flow)
+                .run(&mut source, Affinity, |seq, (flow, w)| {
+                    let first = *owner.entry(flow).or_insert(w);
+                    assert_eq!(first, w, "{file}: a flow on two workers");
+                    let last = last_seq.insert(flow, seq);
+                    assert!(last.is_none_or(|l| l < seq), "{file}: a flow out of order");
+                })
+                .unwrap();
+            assert!(owner.len() > 10, "{file}: {} flows", owner.len());
+            let used: std::collections::HashSet<usize> = owner.values().copied().collect();
+            assert!(used.len() > 1, "{file}: every flow on one worker");
+        }
+    }
+}
+
+#[test]
+fn a_damaged_file_gives_exactly_the_packets_before_the_damage() {
+    for name in [
+        "corrupt__100_packets_truncated.pcapng",
+        "corrupt__100_packets_bad_caplen.pcap",
+        "corrupt__100_packets_rlen_short.erf",
+        "corrupt__fragtest_truncated_stream.erf.gz",
+    ] {
+        let path = corpus(name);
+        if !path.exists() {
+            continue;
+        }
+        let uri = path.to_str().unwrap();
+        let (want, _, _, error) = one_thread(uri);
+        assert!(error.is_some(), "{name} is damaged");
+        check_file(uri);
+        for workers in WORKERS {
+            let mut source = tracekit::open(uri).unwrap();
+            let mut n = 0;
+            let done = Parallel::new(workers)
+                .run(&mut source, |_| Recorder::default(), |_, _| n += 1)
+                .unwrap();
+            assert_eq!(n, want.len(), "{name}, {workers} workers");
+            assert!(done.error.is_some());
+        }
+    }
+}
+
+#[test]
+fn ticks_come_at_the_same_point_for_every_worker() {
+    let dir = tempfile::tempdir().unwrap();
+    let uri = generated(dir.path(), 10_000, "ticks.pcap");
+    for every in [TickEvery::Packets(777), TickEvery::TraceTime(1_000_000_000)] {
+        // One worker's intervals are the reference.
+        let interval_counts = |workers: usize| -> Vec<u64> {
+            let mut source = tracekit::open(&uri).unwrap();
+            let done = Parallel::new(workers)
+                .tick_every(every)
+                .run(&mut source, |_| Recorder::default(), |_, _| {})
+                .unwrap();
+            let ticks = done.workers[0].per_tick.len();
+            let mut sums = vec![0u64; ticks];
+            for w in &done.workers {
+                assert_eq!(w.per_tick.len(), ticks, "every worker gets every tick");
+                for (i, (index, count)) in w.per_tick.iter().enumerate() {
+                    assert_eq!(*index, i as u64);
+                    sums[i] += count;
+                }
+            }
+            sums
+        };
+        let want = interval_counts(1);
+        match every {
+            // 10,000 packets: a tick before packets 777, 1554, ...
+            TickEvery::Packets(n) => {
+                assert_eq!(want.len() as u64, 9_999 / n);
+                assert!(want.iter().all(|c| *c == n));
+            }
+            // 1,000 packets per second of trace time.
+            TickEvery::TraceTime(_) => {
+                assert_eq!(want.len(), 9);
+                assert!(want.iter().all(|c| *c == 1_000));
+            }
+        }
+        for workers in [2, 3, 8] {
+            assert_eq!(
+                interval_counts(workers),
+                want,
+                "{every:?}, {workers} workers"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_worker_error_stops_the_run_and_says_where() {
+    struct FailAt(u64);
+    impl Worker for FailAt {
+        type Item = ();
+        fn packet(&mut self, _: &Packet<'_>, out: &mut Emit<'_, ()>) -> Result<(), Error> {
+            if out.seq() == self.0 {
+                return Err(Error::invalid_argument("this packet is refused"));
+            }
+            Ok(())
+        }
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let uri = generated(dir.path(), 5_000, "fail.pcap");
+    for workers in WORKERS {
+        let mut source = tracekit::open(&uri).unwrap();
+        let done = Parallel::new(workers)
+            .run(&mut source, |_| FailAt(1234), |_, _| {})
+            .unwrap();
+        let error = done.error.expect("the worker's error");
+        assert_eq!(error.packet(), Some(1235), "{workers} workers: {error}");
+        assert!(error.to_string().contains("refused"));
+    }
+}
