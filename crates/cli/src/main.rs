@@ -106,12 +106,19 @@ pub fn open_source_with(
     Ok(source)
 }
 
+/// Parses `--threads` for analyses: 0 (one per core) to the most workers a run takes.
+pub fn parse_workers(s: &str) -> Result<usize, String> {
+    let n: usize = s.parse().map_err(|e| format!("{e}"))?;
+    let max = tracekit::parallel::MAX_WORKERS;
+    if n > max {
+        return Err(format!("at most {max} threads (0: one per core)"));
+    }
+    Ok(n)
+}
+
 /// Whether `uri` names a live source (output should then be flushed per packet).
 pub fn is_live(uri: &str) -> bool {
-    let lower = uri.to_ascii_lowercase();
-    ["afpacket:", "ring:", "int:", "pcapint:"]
-        .iter()
-        .any(|s| lower.starts_with(s))
+    tracekit::is_live_uri(uri)
 }
 
 /// One stop flag for the process, set by Ctrl-C, SIGTERM or SIGHUP (the handler is

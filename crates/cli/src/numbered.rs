@@ -56,3 +56,33 @@ pub fn each_packet(
     progress.finish();
     Ok(Ended { read, error })
 }
+
+/// How many workers `--threads` asks for (0: one per core).
+pub fn workers(threads: usize) -> usize {
+    tracekit::parallel::Parallel::new(threads).workers()
+}
+
+/// Runs one `make(i)` worker per thread over the packets of `file` that `filter` keeps
+/// (see `tracekit::parallel`); returns the workers, how the read ended (`read`: the
+/// packets handed to workers) and the run's figures. Ctrl-C stops reading.
+pub fn parallel<W: tracekit::parallel::Worker>(
+    file: &str,
+    filter: Option<&str>,
+    threads: usize,
+    make: impl Fn(usize) -> W + Sync,
+) -> Result<(Vec<W>, Ended, tracekit::parallel::RunStats)> {
+    let mut source = crate::open_source(file)?;
+    if let Some(expr) = filter {
+        source = source
+            .with_filter(expr)
+            .with_context(|| format!("filter '{expr}'"))?;
+    }
+    let done = tracekit::parallel::Parallel::new(threads)
+        .stop_flag(crate::ctrl_c_stop().flag())
+        .run(&mut source, make, |_, _| {})?;
+    let ended = Ended {
+        read: done.stats.packets,
+        error: done.error,
+    };
+    Ok((done.workers, ended, done.stats))
+}

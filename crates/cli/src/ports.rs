@@ -27,6 +27,13 @@ pub struct PortsArgs {
     /// Print one JSON object: the rows, the separate counts and the table's checksum.
     #[arg(long)]
     json: bool,
+    /// Worker threads (0: one per core; 1: everything on one thread). Packets are
+    /// spread by flow and the tables added up: the figures are those of one thread.
+    #[arg(long, default_value_t = 0, value_parser = crate::parse_workers)]
+    threads: usize,
+    /// Print the parallel run's figures (packets per worker, waits) to stderr.
+    #[arg(long)]
+    stats: bool,
     /// Trace file (`-` for standard input).
     file: String,
 }
@@ -55,14 +62,45 @@ struct PortsJson<'a> {
     error: Option<String>,
 }
 
+/// A parallel worker: its own table.
+struct PortsWorker(Ports);
+
+impl tracekit::parallel::Worker for PortsWorker {
+    type Item = ();
+
+    fn packet(
+        &mut self,
+        packet: &tracekit::Packet<'_>,
+        _: &mut tracekit::parallel::Emit<'_, ()>,
+    ) -> Result<(), tracekit::Error> {
+        self.0.add(packet);
+        Ok(())
+    }
+}
+
 pub fn run(args: PortsArgs) -> Result<Outcome> {
     let mut ports = Ports::new();
     let mut packets = 0u64;
-    let ended = numbered::each_packet(&args.file, args.filter.as_deref(), |_, p| {
-        packets += 1;
-        ports.add(p);
-        Ok(true)
-    })?;
+    let ended = if numbered::workers(args.threads) > 1 {
+        let (workers, ended, stats) =
+            numbered::parallel(&args.file, args.filter.as_deref(), args.threads, |_| {
+                PortsWorker(Ports::new())
+            })?;
+        for w in &workers {
+            ports.merge(&w.0);
+        }
+        packets = ended.read;
+        if args.stats {
+            eprintln!("tracekit ports: {stats}");
+        }
+        ended
+    } else {
+        numbered::each_packet(&args.file, args.filter.as_deref(), |_, p| {
+            packets += 1;
+            ports.add(p);
+            Ok(true)
+        })?
+    };
     let mut out = std::io::stdout().lock();
     if args.json {
         let record = PortsJson {

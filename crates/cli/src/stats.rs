@@ -29,6 +29,13 @@ pub struct StatsArgs {
     /// Print one JSON object per file.
     #[arg(long)]
     json: bool,
+    /// Worker threads (0: one per core; 1: everything on one thread). Packets are
+    /// spread by flow and the counts added up: the figures are those of one thread.
+    #[arg(long, default_value_t = 0, value_parser = crate::parse_workers)]
+    threads: usize,
+    /// Print the parallel run's figures (packets per worker, waits) to stderr.
+    #[arg(long)]
+    stats: bool,
     /// Trace files (`-` for standard input).
     #[arg(required = true)]
     files: Vec<String>,
@@ -47,6 +54,66 @@ impl Counts {
         self.packets += 1;
         self.captured_bytes += p.caplen() as u64;
         self.wire_bytes += u64::from(p.wire_len());
+    }
+
+    fn merge(&mut self, o: &Counts) {
+        self.packets += o.packets;
+        self.captured_bytes += o.captured_bytes;
+        self.wire_bytes += o.wire_bytes;
+    }
+}
+
+/// Everything `stats` counts for one file: one per worker in a parallel run.
+struct Tally {
+    filters: Vec<tracekit::Filter>,
+    total: Counts,
+    per_filter: Vec<Counts>,
+    protocols: Option<Protocols>,
+}
+
+impl Tally {
+    fn new(filters: Vec<tracekit::Filter>) -> Tally {
+        Tally {
+            per_filter: vec![Counts::default(); filters.len()],
+            protocols: filters.is_empty().then(Protocols::default),
+            filters,
+            total: Counts::default(),
+        }
+    }
+
+    fn add(&mut self, p: &tracekit::Packet<'_>) -> Result<(), tracekit::Error> {
+        self.total.add(p);
+        for (f, c) in self.filters.iter_mut().zip(self.per_filter.iter_mut()) {
+            if f.matches(p)? {
+                c.add(p);
+            }
+        }
+        if let Some(protocols) = self.protocols.as_mut() {
+            protocols.add_decoded(&Decoded::new(p));
+        }
+        Ok(())
+    }
+
+    fn merge(&mut self, o: &Tally) {
+        self.total.merge(&o.total);
+        for (a, b) in self.per_filter.iter_mut().zip(&o.per_filter) {
+            a.merge(b);
+        }
+        if let (Some(a), Some(b)) = (self.protocols.as_mut(), o.protocols.as_ref()) {
+            a.merge(b);
+        }
+    }
+}
+
+impl tracekit::parallel::Worker for Tally {
+    type Item = ();
+
+    fn packet(
+        &mut self,
+        p: &tracekit::Packet<'_>,
+        _: &mut tracekit::parallel::Emit<'_, ()>,
+    ) -> Result<(), tracekit::Error> {
+        self.add(p)
     }
 }
 
@@ -83,24 +150,35 @@ struct StatsJson<'a> {
 }
 
 pub fn run(args: StatsArgs) -> Result<Outcome> {
-    let mut filters = numbered::compile_all(&args.filters)?;
+    let filters = numbered::compile_all(&args.filters)?;
     let mut outcome = Outcome::Ok;
+    let parallel = numbered::workers(args.threads) > 1;
     for (i, file) in args.files.iter().enumerate() {
-        let mut total = Counts::default();
-        let mut per_filter = vec![Counts::default(); filters.len()];
-        let mut protocols = filters.is_empty().then(Protocols::default);
-        let ended = numbered::each_packet(file, None, |_, p| {
-            total.add(p);
-            for (f, c) in filters.iter_mut().zip(per_filter.iter_mut()) {
-                if f.matches(p)? {
-                    c.add(p);
-                }
-            }
-            if let Some(protocols) = protocols.as_mut() {
-                protocols.add_decoded(&Decoded::new(p));
-            }
-            Ok(true)
-        });
+        let mut tally = Tally::new(filters.clone());
+        let ended = if parallel {
+            numbered::parallel(file, None, args.threads, |_| Tally::new(filters.clone())).map(
+                |(workers, ended, stats)| {
+                    for w in &workers {
+                        tally.merge(w);
+                    }
+                    if args.stats {
+                        eprintln!("tracekit stats: {file}: {stats}");
+                    }
+                    ended
+                },
+            )
+        } else {
+            numbered::each_packet(file, None, |_, p| {
+                tally.add(p)?;
+                Ok(true)
+            })
+        };
+        let Tally {
+            total,
+            per_filter,
+            protocols,
+            ..
+        } = tally;
         let ended = match ended {
             Ok(e) => e,
             Err(e) if crate::is_broken_pipe(&e) => return Err(e),

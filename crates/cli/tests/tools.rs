@@ -828,3 +828,53 @@ fn every_tool_ends_quietly_on_a_closed_stdout() {
         );
     }
 }
+
+#[test]
+fn ports_and_stats_give_the_same_figures_on_any_number_of_threads() {
+    for name in [
+        "libtrace__fragtest.erf.gz",
+        "libtrace__vlan.pcap.bz2",
+        "ndpi__sites.pcapng",
+        "corrupt__100_packets_truncated.pcapng",
+    ] {
+        let path = corpus(name);
+        if !path.exists() {
+            continue;
+        }
+        let run = |args: &[&str], threads: &str| {
+            let out = tracekit()
+                .args(args)
+                .args(["--threads", threads])
+                .arg(&path)
+                .output()
+                .unwrap();
+            (
+                out.status.code(),
+                out.stdout,
+                String::from_utf8_lossy(&out.stderr).into_owned(),
+            )
+        };
+        for args in [
+            &["ports", "--json"][..],
+            &["ports", "-f", "tcp", "--json"][..],
+            &["stats", "--json"][..],
+            &["stats", "-f", "tcp", "-f", "udp port 53", "--json"][..],
+        ] {
+            let one = run(args, "1");
+            assert!(!one.1.is_empty(), "{name} {args:?}: {}", one.2);
+            for threads in ["2", "3", "8"] {
+                let many = run(args, threads);
+                assert_eq!(
+                    many.0, one.0,
+                    "{name} {args:?} on {threads} threads: exit status"
+                );
+                assert!(
+                    many.1 == one.1,
+                    "{name} {args:?} on {threads} threads:\n{}\nvs one thread:\n{}",
+                    String::from_utf8_lossy(&many.1),
+                    String::from_utf8_lossy(&one.1)
+                );
+            }
+        }
+    }
+}

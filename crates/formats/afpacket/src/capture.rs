@@ -132,6 +132,12 @@ struct Cursor {
 pub struct StopHandle(Arc<AtomicBool>);
 
 impl StopHandle {
+    /// The flag itself, for machinery that stops on a plain flag
+    /// (`tracekit::parallel::Parallel::stop_flag`).
+    pub fn flag(&self) -> Arc<AtomicBool> {
+        self.0.clone()
+    }
+
     /// Asks the capture(s) sharing this handle to stop.
     pub fn stop(&self) {
         self.0.store(true, Ordering::Relaxed);
