@@ -77,7 +77,16 @@ pub struct Emit<'a, T> {
     items: &'a mut Vec<(u64, T)>,
 }
 
-impl<T> Emit<'_, T> {
+impl<'a, T> Emit<'a, T> {
+    /// An emitter for packet `seq` into `items` (order key, item): to run a worker on
+    /// one thread without the machinery, as a reference or a baseline.
+    pub fn new(seq: u64, items: &'a mut Vec<(u64, T)>) -> Emit<'a, T> {
+        Emit {
+            key: packet_key(seq),
+            items,
+        }
+    }
+
     /// Emits an item for the combiner.
     #[inline]
     pub fn emit(&mut self, item: T) {

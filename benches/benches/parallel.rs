@@ -1,0 +1,130 @@
+//! `tracekit::parallel` benchmarks, side by side in one criterion run:
+//!
+//! - `parallel_overhead/*`: a worker that only counts, through `Parallel` with one worker,
+//!   against the plain single-threaded loop: the difference per packet is what the
+//!   distribution machinery (reader thread, dealing, lending from shared buffers) costs.
+//! - `parallel_ports/*` and `parallel_scans/*`: the libtrace paper's Ports and Scans
+//!   analyses on one thread, and through `Parallel` with 1 and 2 workers.
+//!
+//! Inputs: the generator's trace at full size and cut to 96 bytes (`target/bench-data/`).
+
+use std::collections::{HashMap, HashSet};
+use std::hint::black_box;
+use std::net::IpAddr;
+
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use tracekit::analysis::Ports;
+use tracekit::decode::Decoded;
+use tracekit::parallel::{Emit, Parallel, Worker};
+use tracekit::{CaptureSource, Error, Packet};
+use tracekit_bench::inputs;
+
+struct Count(u64, u64);
+
+impl Worker for Count {
+    type Item = ();
+    fn packet(&mut self, p: &Packet<'_>, _: &mut Emit<'_, ()>) -> Result<(), Error> {
+        self.0 += 1;
+        self.1 += p.caplen() as u64;
+        Ok(())
+    }
+}
+
+struct PortsWorker(Ports);
+
+impl Worker for PortsWorker {
+    type Item = ();
+    fn packet(&mut self, p: &Packet<'_>, _: &mut Emit<'_, ()>) -> Result<(), Error> {
+        self.0.add(p);
+        Ok(())
+    }
+}
+
+#[derive(Default)]
+struct Scans(HashMap<IpAddr, HashSet<(IpAddr, u16)>>);
+
+impl Worker for Scans {
+    type Item = ();
+    fn packet(&mut self, p: &Packet<'_>, _: &mut Emit<'_, ()>) -> Result<(), Error> {
+        let d = Decoded::new(p);
+        if let (Some(tcp), Some(src), Some(dst)) = (d.tcp(), d.src_addr(), d.dst_addr())
+            && tcp.syn()
+            && !tcp.ack_flag()
+        {
+            self.0.entry(src).or_default().insert((dst, tcp.dst_port()));
+        }
+        Ok(())
+    }
+}
+
+/// The plain loop with one worker value.
+fn one_thread<W: Worker<Item = ()>>(path: &str, mut w: W) -> W {
+    let mut source = tracekit::open(path).unwrap();
+    let mut items = Vec::new();
+    let mut seq = 0;
+    while let Some(p) = source.next_packet().unwrap() {
+        w.packet(&p, &mut Emit::new(seq, &mut items)).unwrap();
+        seq += 1;
+    }
+    w
+}
+
+fn parallel<W: Worker>(path: &str, workers: usize, make: impl Fn(usize) -> W + Sync) -> Vec<W> {
+    let mut source = tracekit::open(path).unwrap();
+    Parallel::new(workers)
+        .run(&mut source, make, |_, _| {})
+        .unwrap()
+        .workers
+}
+
+fn benches(c: &mut Criterion) {
+    for (name, snaplen) in [("tcp.pcap", 65535u32), ("tcp-snap96.pcap", 96)] {
+        let path = inputs::generated(name, snaplen);
+        let packets = inputs::packets();
+        // Same answers, or the comparison means nothing.
+        let want = one_thread(&path, Count(0, 0));
+        let got = parallel(&path, 2, |_| Count(0, 0));
+        assert_eq!(got.iter().map(|w| w.0).sum::<u64>(), want.0);
+        assert_eq!(got.iter().map(|w| w.1).sum::<u64>(), want.1);
+
+        let mut group = c.benchmark_group(format!("parallel_overhead/{name}"));
+        group.sample_size(15);
+        group.throughput(Throughput::Elements(packets));
+        group.bench_function("one_thread", |b| {
+            b.iter(|| black_box(one_thread(&path, Count(0, 0)).0))
+        });
+        group.bench_function("parallel_1", |b| {
+            b.iter(|| black_box(parallel(&path, 1, |_| Count(0, 0)).len()))
+        });
+        group.finish();
+
+        let mut group = c.benchmark_group(format!("parallel_ports/{name}"));
+        group.sample_size(15);
+        group.throughput(Throughput::Elements(packets));
+        group.bench_function("one_thread", |b| {
+            b.iter(|| black_box(one_thread(&path, PortsWorker(Ports::new())).0.checksum()))
+        });
+        for workers in [1usize, 2] {
+            group.bench_function(format!("parallel_{workers}"), |b| {
+                b.iter(|| black_box(parallel(&path, workers, |_| PortsWorker(Ports::new())).len()))
+            });
+        }
+        group.finish();
+
+        let mut group = c.benchmark_group(format!("parallel_scans/{name}"));
+        group.sample_size(15);
+        group.throughput(Throughput::Elements(packets));
+        group.bench_function("one_thread", |b| {
+            b.iter(|| black_box(one_thread(&path, Scans::default()).0.len()))
+        });
+        for workers in [1usize, 2] {
+            group.bench_function(format!("parallel_{workers}"), |b| {
+                b.iter(|| black_box(parallel(&path, workers, |_| Scans::default()).len()))
+            });
+        }
+        group.finish();
+    }
+}
+
+criterion_group!(parallel_benches, benches);
+criterion_main!(parallel_benches);
