@@ -130,6 +130,9 @@ anomalies! {
     TunnelMalformed = 36, Tunnel, false, "tunnel_malformed";
     /// Tunnels nested deeper than the configured limit.
     TunnelTooDeep = 37, Tunnel, false, "tunnel_too_deep";
+    /// A GRE routing field (RFC 1701, the R bit) whose source route entries run past the
+    /// packet without the NULL entry (address family 0, length 0) that ends them.
+    GreRoutingUnterminated = 38, Tunnel, false, "gre_routing_unterminated";
 }
 
 impl fmt::Display for Anomaly {

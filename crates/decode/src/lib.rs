@@ -12,7 +12,7 @@
 //!   records, PFLOG, NFLOG.
 //! - IPv4 and IPv6 with the extension-header walk (hop-by-hop, routing, fragment,
 //!   destination options, AH; stops at ESP). Non-first fragments have no transport.
-//! - TCP (with options), UDP, ICMP, ICMPv6, SCTP, GRE.
+//! - TCP (with options), UDP, ICMP, ICMPv6, SCTP, GRE (with RFC 1701 source routes).
 //! - Tunnels: IP-in-IP, 6in4, IPv6-in-IPv6, GRE (including Ethernet over GRE), VXLAN,
 //!   Geneve, GTP-U. The outer packet stays the default view; [`Decoded::inner`] decodes
 //!   the encapsulated one.
@@ -73,7 +73,7 @@ use tracekit_core::{LinkType, Packet};
 pub use anomaly::{Anomalies, Anomaly, Layer};
 pub use ethernet::{EthernetHeader, MplsLabel, Vlan, ethertype};
 pub use flow::FlowKey;
-pub use gre::GreHeader;
+pub use gre::{GreHeader, SourceRoute, SourceRoutes};
 pub use icmp::{IcmpHeader, Icmpv6Header};
 pub use ipv4::{Ipv4Header, OptionIter};
 pub use ipv6::{ExtHeader, ExtIter, Ipv6Header, ext as ipv6_ext};

@@ -290,6 +290,16 @@ fn cases() -> Vec<(Anomaly, Vec<u8>, Option<usize>, LinkType)> {
         None,
         e,
     ));
+    // A GRE routing field (R) whose one source route entry is not followed by the NULL
+    // entry: the packet ends first.
+    v.push((
+        Anomaly::GreRoutingUnterminated,
+        eth_ipv4(v4().protocol(47))
+            .payload(&[0x40, 0, 0x08, 0, 0, 0, 0, 0, 0x08, 0, 0, 4, 1, 2, 3, 4])
+            .build(),
+        None,
+        e,
+    ));
     // Ten IPv4 headers, each saying IP-in-IP and covering what follows it.
     let mut deep = PacketBuilder::new();
     deep.ethernet(eth_header());
