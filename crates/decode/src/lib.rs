@@ -430,7 +430,20 @@ impl<'a> Decoded<'a> {
         }
         let _ = self.payload_range();
         let _ = self.tunnel_at();
+        if let Some(a) = self.dns_damage() {
+            self.noting(|an| an.insert(a));
+        }
         self.anomalies.get()
+    }
+
+    /// What is wrong with the DNS message this packet carries, if it carries one.
+    fn dns_damage(&self) -> Option<Anomaly> {
+        let (sp, dp) = (self.src_port()?, self.dst_port()?);
+        let payload = self.payload()?;
+        let cut = self
+            .payload_wire_len()
+            .is_some_and(|len| len as usize > payload.len());
+        dns::damage_in_transport(self.net().proto, sp, dp, payload, cut)
     }
 
     /// The DNS message, for UDP port 53 (and mDNS 5353, LLMNR 5355) on either side and
