@@ -92,13 +92,13 @@ const VALID_CODES: &[u16] = &[
 /// Longest program the Linux kernel attaches to a socket (its `BPF_MAXINSNS`). Programs
 /// that tracekit runs itself may be longer: see [`MAX_INSNS`].
 pub const KERNEL_MAX_INSNS: usize = 4096;
-/// Longest program accepted: a bound on memory (8 MiB of instructions) rather than on
-/// any filter people write; a 1,000-term `host` list compiles to about 3,500.
-pub const MAX_INSNS: usize = 1 << 20;
+/// Longest program accepted: a bound on memory (4 MiB of instructions) rather than on
+/// any filter people write; a 1,000-term `host` list compiles to about 3,400.
+pub const MAX_INSNS: usize = 1 << 19;
 /// Instructions one run may execute before the packet is rejected: more than a program
-/// without backward jumps can execute, and more than any libpcap program needs (its
-/// `protochain` loop walks one header per round).
-const MAX_STEPS: u32 = 1 << 22;
+/// without backward jumps can execute (twice [`MAX_INSNS`]), and more than any libpcap
+/// program needs (its `protochain` loop walks one header per round).
+const MAX_STEPS: u32 = 1 << 20;
 
 /// A validated classic-BPF program: plain data, `Send + Sync`, run from any number of
 /// threads without locks.
@@ -467,6 +467,10 @@ mod tests {
                 .fits_kernel()
         );
         assert!(Program::new(vec![ret; MAX_INSNS + 1]).is_err());
+        // the longest program runs to its end within the step budget
+        let mut longest = vec![Insn::new(0x00, 0, 0, 7); MAX_INSNS - 1];
+        longest.push(Insn::new(0x16, 0, 0, 0)); // ret a
+        assert_eq!(Program::new(longest).unwrap().run(&[], 0), 7);
         assert!(
             Program::new(vec![Insn::new(0x0d, 0, 0, 0), ret]).is_err(),
             "ja with the X bit"
