@@ -18,7 +18,8 @@
 //! - only before a term that starts (after `not`, `!` and opening parentheses) with a
 //!   keyword: a term that starts with a bare value inherits the qualifiers of the term
 //!   before it (`host a or b` means `host a or host b`), so it stays in that term's piece
-//!   (libpcap's grammar would refuse a piece that starts with one).
+//!   (libpcap's grammar would refuse a piece that starts with one);
+//! - never inside the qualifier `src or dst` (or `src and dst`).
 //!
 //! Anything this reading does not follow (mixed connectives, an unbalanced parenthesis,
 //! an empty term) is compiled whole, as are chains of at most [`TERMS_PER_PIECE`] terms,
@@ -199,7 +200,12 @@ pub(crate) fn pieces(expr: &str) -> Option<(Connective, Vec<&str>)> {
     let mut pieces = Vec::new();
     let mut first = 0;
     for (i, term) in terms.iter().enumerate().skip(1) {
-        if i - first >= TERMS_PER_PIECE && starts_fresh(&tokens[term.clone()]) {
+        // `src or dst host a` and `src and dst …` are one qualifier, not two terms.
+        let split_qualifier = matches!(
+            tokens[terms[i - 1].clone()],
+            [(Token::Word("src" | "dst"), _, _)]
+        );
+        if i - first >= TERMS_PER_PIECE && !split_qualifier && starts_fresh(&tokens[term.clone()]) {
             pieces.push(text(&terms[first], &terms[i - 1]));
             first = i;
         }
@@ -299,6 +305,15 @@ mod tests {
             assert!(piece.starts_with("tcp port"), "{piece}");
         }
         assert_eq!(p.len(), 3);
+        // `src or dst host a` is one term: no cut inside the qualifier (each counts as
+        // two terms towards a piece's 32, so 100 of them make 7 pieces).
+        let either = chain("src or dst host", 100, " or ");
+        let (_, p) = pieces(&either).unwrap();
+        assert!(
+            p.iter().all(|piece| piece.starts_with("src or dst host")),
+            "{p:?}"
+        );
+        assert_eq!(p.len(), 7);
         // `not` and parentheses in front of a keyword still start fresh.
         let negated = chain("not (host", 100, ") and ") + ")";
         assert_eq!(pieces(&negated).unwrap().1.len(), 4);

@@ -192,6 +192,13 @@ fn long_lists_keep_what_tcpdump_keeps() {
     let n = compare_with_tcpdump(dir.path(), &file, "inherited", &terms, " or ");
     assert!(n > 100 && n < 2900, "{n}");
 
+    // `src or dst host a`: an `or` inside a qualifier, not between terms.
+    let either: Vec<String> = (0..200)
+        .map(|x| format!("src or dst host {}", ip(x * 5)))
+        .collect();
+    let n = compare_with_tcpdump(dir.path(), &file, "either", &either, " or ");
+    assert!(n > 100 && n < 2900, "{n}");
+
     // A piece that libpcap refuses alone (it rejects every packet) sends the whole
     // expression to libpcap, which accepts it.
     let mut hosts: Vec<String> = (1..=32).map(|x| format!("host {}", ip(x))).collect();
