@@ -15,6 +15,8 @@ pub enum Layer {
     Transport,
     /// GRE, VXLAN, Geneve, GTP-U and the nesting of tunnels.
     Tunnel,
+    /// Application messages the decoder reads: DNS.
+    Application,
 }
 
 macro_rules! anomalies {
@@ -130,6 +132,17 @@ anomalies! {
     TunnelMalformed = 36, Tunnel, false, "tunnel_malformed";
     /// Tunnels nested deeper than the configured limit.
     TunnelTooDeep = 37, Tunnel, false, "tunnel_too_deep";
+    /// A GRE routing field (RFC 1701, the R bit) whose source route entries run past the
+    /// packet without the NULL entry (address family 0, length 0) that ends them.
+    GreRoutingUnterminated = 38, Tunnel, false, "gre_routing_unterminated";
+    /// A DNS message (by port) that the capture cut inside its header or a question or
+    /// record the header counts.
+    DnsTruncated = 39, Application, true, "dns_truncated";
+    /// A DNS message (by port) shorter than its header, with fewer questions or records
+    /// than the header counts, a name that does not decode (a pointer loop, a label
+    /// running past the message, a bad label type, more than 255 bytes), or record data
+    /// that does not fit its type.
+    DnsMalformed = 40, Application, false, "dns_malformed";
 }
 
 impl fmt::Display for Anomaly {

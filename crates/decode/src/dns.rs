@@ -21,6 +21,7 @@
 use std::fmt;
 use std::net::{Ipv4Addr, Ipv6Addr};
 
+use crate::anomaly::Anomaly;
 use crate::bytes::{be16, be32, field_be16};
 use crate::ip_proto;
 
@@ -73,6 +74,60 @@ pub(crate) fn in_transport(proto: u8, sp: u16, dp: u16, payload: &[u8]) -> Optio
         }
         _ => None,
     }
+}
+
+/// What is wrong with the DNS message a transport payload carries (see
+/// [`in_transport`]), for the decoder's anomalies: `None` when it is not DNS, is whole,
+/// or cannot be judged (a TCP segment that is not exactly one length-prefixed message
+/// may be part of a longer one). `cut` says the capture kept less of the payload than
+/// the packet had, so that running into its end is a truncation.
+pub(crate) fn damage_in_transport(
+    proto: u8,
+    sp: u16,
+    dp: u16,
+    payload: &[u8],
+    cut: bool,
+) -> Option<Anomaly> {
+    let message = match proto {
+        ip_proto::UDP if UDP_PORTS.iter().any(|p| *p == sp || *p == dp) => {
+            // An empty datagram is no message at all (tshark does not call it DNS).
+            if payload.is_empty() {
+                return None;
+            }
+            payload
+        }
+        ip_proto::TCP if sp == TCP_PORT || dp == TCP_PORT => {
+            let len = usize::from(be16(payload, 0)?);
+            let body = payload.get(TCP_LENGTH_LEN..)?;
+            (body.len() == len).then_some(body)?
+        }
+        _ => return None,
+    };
+    let error = match Message::new(message) {
+        Some(m) => m.check().err()?,
+        None => MessageError::RunsPast,
+    };
+    let runs_past = matches!(
+        error,
+        MessageError::RunsPast | MessageError::Name(NameError::Truncated)
+    );
+    Some(if cut && runs_past {
+        Anomaly::DnsTruncated
+    } else {
+        Anomaly::DnsMalformed
+    })
+}
+
+/// Why a message does not decode completely ([`Message::check`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MessageError {
+    /// The header, or a question or record the header counts, runs past the message.
+    RunsPast,
+    /// A name, of a question, a record or inside record data, does not decode.
+    Name(NameError),
+    /// Record data that does not fit its type (a name running past it, TXT strings or
+    /// EDNS options running past it, an SOA with bytes left over).
+    BadRecordData,
 }
 
 /// Record types with a decoded [`RData`].
@@ -173,6 +228,72 @@ impl<'a> Message<'a> {
     /// Additional count.
     pub fn arcount(&self) -> u16 {
         field_be16(self.bytes, field::ARCOUNT)
+    }
+
+    /// Walks the whole message: every question and record the header counts is there,
+    /// every name (of questions, records, and inside the data of the record types
+    /// [`Record::data`] decodes) decodes, and that data fits its type. Bytes after the
+    /// last record are not an error. The walk is linear in the message length.
+    pub fn check(&self) -> Result<(), MessageError> {
+        let name_ok = |name: Name<'_>| match name.labels().find_map(Result::err) {
+            Some(e) => Err(MessageError::Name(e)),
+            None => Ok(()),
+        };
+        // An item that does not fit: its name may be what is wrong, or it runs past.
+        let stopped = |off: usize| match name_ok(Name {
+            msg: self.bytes,
+            off,
+        }) {
+            Err(MessageError::Name(NameError::Truncated)) | Ok(()) => MessageError::RunsPast,
+            Err(e) => e,
+        };
+        let mut questions = self.questions();
+        for _ in 0..self.qdcount() {
+            let off = questions.off;
+            name_ok(questions.next().ok_or_else(|| stopped(off))?.name)?;
+        }
+        let mut records = Records {
+            msg: self.bytes,
+            off: questions.off,
+            left: u32::from(self.ancount()) + u32::from(self.nscount()) + u32::from(self.arcount()),
+        };
+        while records.left > 0 {
+            let off = records.off;
+            let r = records.next().ok_or_else(|| stopped(off))?;
+            name_ok(r.name)?;
+            match r.data() {
+                RData::Cname(n) | RData::Ns(n) | RData::Ptr(n) => name_ok(n)?,
+                RData::Mx { exchange, .. } => name_ok(exchange)?,
+                RData::Srv { target, .. } => name_ok(target)?,
+                RData::Soa { mname, rname, .. } => {
+                    name_ok(mname)?;
+                    name_ok(rname)?;
+                }
+                RData::Txt(t) => {
+                    let used: usize = t.iter().map(|s| s.len() + 1).sum();
+                    if used != r.rdata_len {
+                        return Err(MessageError::BadRecordData);
+                    }
+                }
+                RData::Opt(o) => {
+                    let used: usize = o.iter().map(|(_, d)| d.len() + 4).sum();
+                    if used != r.rdata_len {
+                        return Err(MessageError::BadRecordData);
+                    }
+                }
+                RData::Other(_) => {
+                    let has_name = matches!(
+                        r.rtype,
+                        rtype::CNAME | rtype::NS | rtype::PTR | rtype::MX | rtype::SRV | rtype::SOA
+                    );
+                    if has_name {
+                        return Err(MessageError::BadRecordData);
+                    }
+                }
+                RData::A(_) | RData::Aaaa(_) => {}
+            }
+        }
+        Ok(())
     }
 
     /// The questions; stops at the first one that does not fit in the message.
@@ -815,6 +936,75 @@ mod tests {
         ));
         assert_eq!(data[6], RData::Other(&[1, 2, 3]));
         assert_eq!(msg.authority().count(), 0);
+    }
+
+    #[test]
+    fn check_names_what_is_wrong() {
+        let question = [3, b'f', b'o', b'o', 0, 0, 1, 0, 1];
+        let answer = |t: u16, data: &[u8]| {
+            let mut r = vec![0xc0, 12];
+            r.extend_from_slice(&t.to_be_bytes());
+            r.extend_from_slice(&[0, 1, 0, 0, 0, 60]);
+            r.extend_from_slice(&(data.len() as u16).to_be_bytes());
+            r.extend_from_slice(data);
+            r
+        };
+        let message = |qd: u16, an: u16, parts: &[&[u8]]| {
+            let mut m = header(qd, an);
+            for p in parts {
+                m.extend_from_slice(p);
+            }
+            m
+        };
+        let check = |m: &[u8]| Message::new(m).unwrap().check();
+        let good = message(1, 1, &[&question, &answer(rtype::A, &[1, 2, 3, 4])]);
+        assert_eq!(check(&good), Ok(()));
+        // bytes after the last record are fine
+        assert_eq!(check(&message(1, 0, &[&question, b"junk"])), Ok(()));
+        // more questions or records counted than there are
+        assert_eq!(
+            check(&message(2, 0, &[&question])),
+            Err(MessageError::RunsPast)
+        );
+        assert_eq!(
+            check(&message(1, 1, &[&question])),
+            Err(MessageError::RunsPast)
+        );
+        assert_eq!(check(&good[..good.len() - 1]), Err(MessageError::RunsPast));
+        // names: a loop, a bad label type, inside record data too
+        assert_eq!(
+            check(&message(1, 0, &[&[0xc0, 12, 0, 1, 0, 1]])),
+            Err(MessageError::Name(NameError::PointerLoop))
+        );
+        assert_eq!(
+            check(&message(1, 0, &[&[0x41, 0, 0, 1, 0, 1]])),
+            Err(MessageError::Name(NameError::BadLabelType))
+        );
+        let cname_loop = answer(rtype::CNAME, &[1, b'x', 0xc0, 41]);
+        assert_eq!(
+            check(&message(1, 1, &[&question, &cname_loop])),
+            Err(MessageError::Name(NameError::PointerLoop))
+        );
+        // record data that does not fit its type
+        let cname_long = answer(rtype::CNAME, &[5, b'x', 0]);
+        assert_eq!(
+            check(&message(
+                1,
+                1,
+                &[&question, &[cname_long, vec![0; 4]].concat()]
+            )),
+            Err(MessageError::BadRecordData)
+        );
+        let txt_long = answer(rtype::TXT, &[2, b'h', b'i', 9, b'x']);
+        assert_eq!(
+            check(&message(1, 1, &[&question, &txt_long])),
+            Err(MessageError::BadRecordData)
+        );
+        // an unknown type's data is anything
+        assert_eq!(
+            check(&message(1, 1, &[&question, &answer(99, &[0xc0, 0xff])])),
+            Ok(())
+        );
     }
 
     #[test]

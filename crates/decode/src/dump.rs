@@ -257,6 +257,10 @@ pub fn write_layers(out: &mut String, d: &Decoded<'_>, indent: &str) -> fmt::Res
             if let Some(s) = h.sequence() {
                 write!(out, " seq {s}")?;
             }
+            let routes = h.source_routes().count();
+            if routes > 0 {
+                write!(out, " {routes} source routes")?;
+            }
             out.push('\n');
         }
         Some(Transport::Truncated { protocol, bytes }) => writeln!(

@@ -12,7 +12,7 @@
 //!   records, PFLOG, NFLOG.
 //! - IPv4 and IPv6 with the extension-header walk (hop-by-hop, routing, fragment,
 //!   destination options, AH; stops at ESP). Non-first fragments have no transport.
-//! - TCP (with options), UDP, ICMP, ICMPv6, SCTP, GRE.
+//! - TCP (with options), UDP, ICMP, ICMPv6, SCTP, GRE (with RFC 1701 source routes).
 //! - Tunnels: IP-in-IP, 6in4, IPv6-in-IPv6, GRE (including Ethernet over GRE), VXLAN,
 //!   Geneve, GTP-U. The outer packet stays the default view; [`Decoded::inner`] decodes
 //!   the encapsulated one.
@@ -73,7 +73,7 @@ use tracekit_core::{LinkType, Packet};
 pub use anomaly::{Anomalies, Anomaly, Layer};
 pub use ethernet::{EthernetHeader, MplsLabel, Vlan, ethertype};
 pub use flow::FlowKey;
-pub use gre::GreHeader;
+pub use gre::{GreHeader, SourceRoute, SourceRoutes};
 pub use icmp::{IcmpHeader, Icmpv6Header};
 pub use ipv4::{Ipv4Header, OptionIter};
 pub use ipv6::{ExtHeader, ExtIter, Ipv6Header, ext as ipv6_ext};
@@ -430,7 +430,20 @@ impl<'a> Decoded<'a> {
         }
         let _ = self.payload_range();
         let _ = self.tunnel_at();
+        if let Some(a) = self.dns_damage() {
+            self.noting(|an| an.insert(a));
+        }
         self.anomalies.get()
+    }
+
+    /// What is wrong with the DNS message this packet carries, if it carries one.
+    fn dns_damage(&self) -> Option<Anomaly> {
+        let (sp, dp) = (self.src_port()?, self.dst_port()?);
+        let payload = self.payload()?;
+        let cut = self
+            .payload_wire_len()
+            .is_some_and(|len| len as usize > payload.len());
+        dns::damage_in_transport(self.net().proto, sp, dp, payload, cut)
     }
 
     /// The DNS message, for UDP port 53 (and mDNS 5353, LLMNR 5355) on either side and

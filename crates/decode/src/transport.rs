@@ -2,7 +2,7 @@
 //! application bytes start.
 
 use crate::anomaly::Anomalies;
-use crate::gre::GreHeader;
+use crate::gre::{self, GreHeader};
 use crate::icmp::{IcmpHeader, Icmpv6Header};
 use crate::net::NetInfo;
 use crate::sctp::SctpHeader;
@@ -98,7 +98,7 @@ pub(crate) fn classify<'a>(n: &NetInfo, b: &'a [u8], an: &mut Anomalies) -> Tran
             .noted(Icmpv6Header::new_checked(b))
             .map(Transport::Icmpv6),
         ip_proto::SCTP => an.noted(SctpHeader::new_checked(b)).map(Transport::Sctp),
-        ip_proto::GRE => an.noted(GreHeader::new_checked(b)).map(Transport::Gre),
+        ip_proto::GRE => an.noted(gre::in_packet(n, b)).map(Transport::Gre),
         protocol => return Transport::Other { protocol, bytes: b },
     };
     view.unwrap_or(Transport::Truncated {

@@ -6,7 +6,7 @@ use tracekit_core::LinkType;
 use crate::anomaly::{Anomalies, Anomaly};
 use crate::bytes::{be16, be32, u8_at};
 use crate::ethernet::ethertype;
-use crate::gre::GreHeader;
+use crate::gre::{self, GreHeader};
 use crate::ip_proto;
 use crate::link::Framing;
 use crate::net::NetInfo;
@@ -82,7 +82,7 @@ pub(crate) fn find<'a>(
             Framing::Link(LinkType::RAW),
         )),
         ip_proto::GRE => {
-            let h = an.noted(GreHeader::new_checked(b))?;
+            let h = an.noted(gre::in_packet(n, b))?;
             let framing = Framing::Ethertype(h.protocol());
             Some((Tunnel::Gre(h), l4 + h.header_len(), framing))
         }

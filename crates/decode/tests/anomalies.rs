@@ -290,6 +290,37 @@ fn cases() -> Vec<(Anomaly, Vec<u8>, Option<usize>, LinkType)> {
         None,
         e,
     ));
+    // A GRE routing field (R) whose one source route entry is not followed by the NULL
+    // entry: the packet ends first.
+    v.push((
+        Anomaly::GreRoutingUnterminated,
+        eth_ipv4(v4().protocol(47))
+            .payload(&[0x40, 0, 0x08, 0, 0, 0, 0, 0, 0x08, 0, 0, 4, 1, 2, 3, 4])
+            .build(),
+        None,
+        e,
+    ));
+    // DNS: a query whose name points at itself; a response cut inside its question.
+    let dns_loop = [0, 1, 1, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0xc0, 12, 0, 1, 0, 1];
+    v.push((
+        Anomaly::DnsMalformed,
+        eth_ipv4(v4())
+            .udp(Udp::new(1000, 53))
+            .payload(&dns_loop)
+            .build(),
+        None,
+        e,
+    ));
+    let dns = [
+        0, 1, 0x81, 0x80, 0, 1, 0, 0, 0, 0, 0, 0, 1, b'a', 0, 0, 1, 0, 1,
+    ];
+    let dns = eth_ipv4(v4()).udp(Udp::new(53, 1000)).payload(&dns).build();
+    v.push((
+        Anomaly::DnsTruncated,
+        dns[..dns.len() - 3].to_vec(),
+        Some(dns.len()),
+        e,
+    ));
     // Ten IPv4 headers, each saying IP-in-IP and covering what follows it.
     let mut deep = PacketBuilder::new();
     deep.ethernet(eth_header());
@@ -325,8 +356,9 @@ fn a_clean_packet_has_no_anomalies() {
             .tcp(Tcp::new(1, 2).flags(SYN | ACK).mss(1460).nop().wscale(7))
             .payload(b"payload")
             .build(),
+        // (not port 53: five bytes there would be a damaged DNS message)
         eth_ipv6(v6())
-            .udp(Udp::new(53, 4000))
+            .udp(Udp::new(5000, 4000))
             .payload(b"hello")
             .build(),
         eth_ipv4(v4())

@@ -21,10 +21,10 @@ fn v4<'a>() -> Ipv4<'a> {
     Ipv4::new(V4_SRC, V4_DST)
 }
 
-/// Pushes the packet every test looks for: IPv4 10.0.0.1 -> 10.0.0.2, UDP 1234 -> 53,
+/// Pushes the packet every test looks for: IPv4 10.0.0.1 -> 10.0.0.2, UDP 1234 -> 5001,
 /// payload "data".
 fn push_ipv4_udp<'a, 'b>(b: &'b mut PacketBuilder<'a>) -> &'b mut PacketBuilder<'a> {
-    b.ipv4(v4()).udp(Udp::new(1234, 53)).payload(b"data")
+    b.ipv4(v4()).udp(Udp::new(1234, 5001)).payload(b"data")
 }
 
 /// That packet alone.
@@ -48,7 +48,7 @@ fn assert_udp(d: &Decoded<'_>) {
         "{:?}",
         d.anomalies()
     );
-    assert_eq!((d.src_port(), d.dst_port()), (Some(1234), Some(53)));
+    assert_eq!((d.src_port(), d.dst_port()), (Some(1234), Some(5001)));
     assert_eq!(d.payload(), Some(&b"data"[..]));
     assert!(d.anomalies().is_empty(), "{:?}", d.anomalies());
 }

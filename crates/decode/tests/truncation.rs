@@ -72,7 +72,7 @@ fn build(s: &Shape) -> (Vec<u8>, [usize; 4]) {
             (20, 20 + want)
         }
         1 => {
-            b.udp(Udp::new(5000, 53));
+            b.udp(Udp::new(5000, 5001));
             (8, 8)
         }
         _ if s.v6 => {

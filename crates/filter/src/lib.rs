@@ -7,7 +7,12 @@
 //! - [`Filter`]: an expression compiled once per link type it meets, lazily, with the
 //!   system libpcap (feature `libpcap`: `pcap_open_dead` + `pcap_compile`, optimised,
 //!   netmask unknown); or a fixed program from `tcpdump -ddd` output
-//!   ([`Filter::from_ddd`]) for builds without libpcap.
+//!   ([`Filter::from_ddd`]) for builds without libpcap. A long list of terms joined by
+//!   one connective (`host a or host b or …`) is compiled in pieces of a few dozen terms
+//!   and the programs joined, because libpcap's optimiser takes minutes over a thousand
+//!   terms at once.
+//! - Programs are not limited to the kernel's 4,096 instructions: files are filtered by
+//!   the VM ([`Program::fits_kernel`] says whether a live capture can also attach it).
 //! - libpcap is loaded at run time, not linked: the usual sonames are tried
 //!   (`libpcap.so.0.8`, `libpcap.so.1`, `libpcap.so`, macOS's `libpcap.A.dylib`), or the
 //!   one named by `TRACEKIT_LIBPCAP`. Without it, everything but compiling an expression
@@ -29,11 +34,13 @@
 #![deny(unsafe_code)]
 
 #[cfg(feature = "libpcap")]
+mod chain;
+#[cfg(feature = "libpcap")]
 #[allow(unsafe_code)]
 mod libpcap;
 mod program;
 
-pub use program::{Insn, MAX_INSNS, Program, op, parse_ddd};
+pub use program::{Insn, KERNEL_MAX_INSNS, MAX_INSNS, Program, op, parse_ddd};
 
 use tracekit_core::{Error, LinkType, Packet, PacketKind};
 
@@ -67,16 +74,18 @@ impl Filter {
             expr: Some(expr.to_string()),
             snaplen,
             fixed: None,
-            programs: Vec::new(),
+            programs: Vec::with_capacity(2),
         };
-        // Validate the syntax up front; a link type on which the expression makes no
-        // sense is reported when it is met.
-        if let Err(e) = compile(expr, LinkType::ETHERNET, snaplen)
-            && compile(expr, LinkType::RAW, snaplen).is_err()
-        {
-            return Err(e);
+        // Validate the syntax up front, keeping the program (the commonest link type is
+        // not compiled twice); a link type on which the expression makes no sense is
+        // reported when it is met.
+        match compile(expr, LinkType::ETHERNET, snaplen) {
+            Ok(program) => f.programs.push((LinkType::ETHERNET, program)),
+            Err(e) => match compile(expr, LinkType::RAW, snaplen) {
+                Ok(program) => f.programs.push((LinkType::RAW, program)),
+                Err(_) => return Err(e),
+            },
         }
-        f.programs.reserve(2);
         Ok(f)
     }
 

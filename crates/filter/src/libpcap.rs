@@ -11,6 +11,7 @@ use std::sync::OnceLock;
 
 use tracekit_core::{Error, LinkType};
 
+use crate::chain;
 use crate::program::{Insn, Program};
 
 #[repr(C)]
@@ -131,8 +132,25 @@ fn dlt_of(link: LinkType) -> u32 {
     }
 }
 
-/// Compiles `expr` for `link` with libpcap (thread-safe since libpcap 1.8).
+/// Compiles `expr` for `link` with libpcap (thread-safe since libpcap 1.8): a long chain
+/// of one connective piece by piece (see [`crate::chain`]), anything else whole.
 pub fn compile(expr: &str, link: LinkType, snaplen: u32) -> Result<Program, Error> {
+    if let Some((connective, pieces)) = chain::pieces(expr) {
+        // A piece that fails (say, one that rejects every packet, which libpcap refuses
+        // alone) sends the expression to libpcap whole, to be judged as a whole.
+        let programs: Option<Vec<Vec<Insn>>> = pieces
+            .iter()
+            .map(|piece| compile_insns(piece, link, snaplen).ok())
+            .collect();
+        if let Some(insns) = programs.and_then(|p| chain::join(connective, p)) {
+            return Program::new(insns);
+        }
+    }
+    Program::new(compile_insns(expr, link, snaplen)?)
+}
+
+/// The instructions libpcap compiles (and optimises) `expr` into.
+fn compile_insns(expr: &str, link: LinkType, snaplen: u32) -> Result<Vec<Insn>, Error> {
     let text = CString::new(expr)
         .map_err(|_| Error::invalid_argument("a filter expression cannot contain a NUL byte"))?;
     let pcap = libpcap()?;
@@ -171,7 +189,7 @@ pub fn compile(expr: &str, link: LinkType, snaplen: u32) -> Result<Program, Erro
                 .to_vec();
         // SAFETY: program was filled by pcap_compile and is freed once.
         unsafe { (pcap.freecode)(&mut program) };
-        Program::new(insns)
+        Ok(insns)
     };
     // SAFETY: handle came from pcap_open_dead and is closed once.
     unsafe { (pcap.close)(handle) };

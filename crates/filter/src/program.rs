@@ -89,10 +89,15 @@ const VALID_CODES: &[u16] = &[
     0x06, 0x16, // tax, txa
     0x07, 0x87,
 ];
-/// Longest program accepted (the kernel's `BPF_MAXINSNS`).
-pub const MAX_INSNS: usize = 4096;
-/// Instructions one run may execute before the packet is rejected: far more than any
-/// libpcap program needs (its `protochain` loop walks one header per round).
+/// Longest program the Linux kernel attaches to a socket (its `BPF_MAXINSNS`). Programs
+/// that tracekit runs itself may be longer: see [`MAX_INSNS`].
+pub const KERNEL_MAX_INSNS: usize = 4096;
+/// Longest program accepted: a bound on memory (4 MiB of instructions) rather than on
+/// any filter people write; a 1,000-term `host` list compiles to about 3,400.
+pub const MAX_INSNS: usize = 1 << 19;
+/// Instructions one run may execute before the packet is rejected: more than a program
+/// without backward jumps can execute (twice [`MAX_INSNS`]), and more than any libpcap
+/// program needs (its `protochain` loop walks one header per round).
 const MAX_STEPS: u32 = 1 << 20;
 
 /// A validated classic-BPF program: plain data, `Send + Sync`, run from any number of
@@ -120,12 +125,14 @@ pub struct Program {
 }
 
 impl Program {
-    /// Validates `insns` as the kernel's classic-BPF checker does: 1 to 4096 instructions,
-    /// known opcodes only, every jump inside the program, scratch memory index below 16,
-    /// no division or modulo by a constant 0, shifts by a constant below 32, and the last
-    /// instruction a return. Unlike the kernel (and like libpcap's own user-space filter),
-    /// an unconditional jump may go backwards: libpcap's `protochain` loops that way. The
-    /// VM bounds the instructions it executes, so every run ends.
+    /// Validates `insns` as the kernel's classic-BPF checker does: known opcodes only,
+    /// every jump inside the program, scratch memory index below 16, no division or
+    /// modulo by a constant 0, shifts by a constant below 32, and the last instruction a
+    /// return. Unlike the kernel (and like libpcap's own user-space filter), an
+    /// unconditional jump may go backwards: libpcap's `protochain` loops that way; and a
+    /// program may have up to [`MAX_INSNS`] instructions, not only the kernel's 4,096
+    /// ([`Program::fits_kernel`] tells). The VM bounds the instructions it executes, so
+    /// every run ends.
     pub fn new(insns: Vec<Insn>) -> Result<Program, Error> {
         use op::*;
         let n = insns.len();
@@ -177,6 +184,12 @@ impl Program {
     /// The instructions.
     pub fn insns(&self) -> &[Insn] {
         &self.insns
+    }
+
+    /// Whether the Linux kernel would attach the program to a socket as far as its
+    /// length goes (at most [`KERNEL_MAX_INSNS`] instructions).
+    pub fn fits_kernel(&self) -> bool {
+        self.insns.len() <= KERNEL_MAX_INSNS
     }
 
     /// Whether the program can read a scratch memory word before storing it. The kernel's
@@ -375,7 +388,8 @@ pub fn parse_ddd(text: &str) -> Result<Vec<Insn>, Error> {
     let count: usize = lines.next().and_then(|l| l.parse().ok()).ok_or_else(|| {
         Error::invalid_argument("tcpdump -ddd output starts with the instruction count")
     })?;
-    let mut insns = Vec::with_capacity(count);
+    // The count is text from outside: it sizes nothing before the lines are there.
+    let mut insns = Vec::with_capacity(count.min(MAX_INSNS));
     for (n, line) in lines.enumerate() {
         let f: Vec<&str> = line.split_whitespace().collect();
         let parse = || -> Option<Insn> {
@@ -441,6 +455,22 @@ mod tests {
             "unknown"
         );
         assert!(Program::new(vec![Insn::new(0x34, 0, 0, 2), ret]).is_ok());
+        // longer than the kernel takes: fine here, and said so
+        let mut long = vec![Insn::new(0x00, 0, 0, 1); KERNEL_MAX_INSNS];
+        long.push(ret);
+        let long = Program::new(long).unwrap();
+        assert!(!long.fits_kernel());
+        assert!(long.matches(&[], 0));
+        assert!(
+            Program::new(vec![ret; KERNEL_MAX_INSNS])
+                .unwrap()
+                .fits_kernel()
+        );
+        assert!(Program::new(vec![ret; MAX_INSNS + 1]).is_err());
+        // the longest program runs to its end within the step budget
+        let mut longest = vec![Insn::new(0x00, 0, 0, 7); MAX_INSNS - 1];
+        longest.push(Insn::new(0x16, 0, 0, 0)); // ret a
+        assert_eq!(Program::new(longest).unwrap().run(&[], 0), 7);
         assert!(
             Program::new(vec![Insn::new(0x0d, 0, 0, 0), ret]).is_err(),
             "ja with the X bit"

@@ -12,7 +12,7 @@ use tracekit_core::{
     CaptureSource, Direction, Error, InterfaceInfo, LinkType, Meta, Packet, Stats, Timestamp,
     TraceInfo, TsResolution,
 };
-use tracekit_filter::{Filter, Insn};
+use tracekit_filter::{Filter, Insn, KERNEL_MAX_INSNS};
 
 use crate::config::KernelFilter;
 use crate::fanout::{FanoutFlags, FanoutMode, FanoutSpec, option_value};
@@ -340,11 +340,23 @@ impl AfPacket {
                 KernelFilter::On => true,
                 KernelFilter::Auto => f.expression().is_some_and(kernel_safe_expression),
             };
+            // The kernel takes at most 4,096 instructions; a longer program (a long
+            // address list) filters in user space, or is refused when the kernel was
+            // asked for by name.
             if wanted {
                 let program = f.program_for(link)?;
-                sys::attach_filter(&fd, &sock_filter(program.insns()), false)
-                    .map_err(|e| io_err("attaching the filter", iface, e))?;
-                kernel_filtered = true;
+                if program.fits_kernel() {
+                    sys::attach_filter(&fd, &sock_filter(program.insns()), false)
+                        .map_err(|e| io_err("attaching the filter", iface, e))?;
+                    kernel_filtered = true;
+                } else if options.kernel_filter == KernelFilter::On {
+                    return Err(Error::invalid_argument(format!(
+                        "{iface}: the filter compiles to {} BPF instructions for link type {link}, \
+                         more than the kernel's limit of {KERNEL_MAX_INSNS}: filter in user space \
+                         instead (kernel filter `auto` or `off`)",
+                        program.insns().len()
+                    )));
+                }
             }
         }
         if !kernel_filtered && options.snaplen < MAX_SNAPLEN {

@@ -17,11 +17,12 @@ use crate::fanout::FanoutSpec;
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum KernelFilter {
     /// In the kernel when the expression gives the same verdict there (it does not look
-    /// at VLAN tags, MPLS, PPPoE, raw link bytes or lengths, and has no negation);
-    /// otherwise in user space only.
+    /// at VLAN tags, MPLS, PPPoE, raw link bytes or lengths, and has no negation) and its
+    /// program fits the kernel's 4,096 instructions; otherwise in user space only.
     #[default]
     Auto,
-    /// Always attach it to the kernel too (user space still checks re-tagged frames).
+    /// Always attach it to the kernel too (user space still checks re-tagged frames); a
+    /// program longer than the kernel takes is refused with a message.
     On,
     /// User space only.
     Off,

@@ -412,6 +412,30 @@ fn snap_length_and_kernel_filters() {
     );
     assert!(!kernel);
     assert_eq!(got.len(), 90);
+    // A program longer than the kernel takes (a long host list: about 4,400 instructions)
+    // filters in user space; forced into the kernel, it is refused with a message.
+    let mut hosts: Vec<String> = (0..1300)
+        .map(|i| format!("host 10.9.{}.{}", i / 256, i % 256))
+        .collect();
+    hosts.push("host 10.0.0.2".into());
+    let long = hosts.join(" or ");
+    let (got, kernel) = run(
+        Options {
+            filter: filter(&long),
+            ..small.clone()
+        },
+        90,
+    );
+    assert!(!kernel);
+    assert_eq!(got.len(), 90);
+    let forced = Options {
+        filter: filter(&long),
+        kernel_filter: KernelFilter::On,
+        ..small.clone()
+    };
+    let refused = pair.in_b(move || AfPacket::open("vb", forced).err().map(|e| e.to_string()));
+    let message = refused.expect("a program over 4,096 instructions cannot go to the kernel");
+    assert!(message.contains("limit of 4096"), "{message}");
     // Forced into the kernel, user space still checks the re-tagged frames.
     let (got, kernel) = run(
         Options {

@@ -5,6 +5,8 @@
 //! option:  code (2) | length (2) | value, padded to 4                     code 0 ends the list
 //! ```
 
+use tracekit_core::ByteOrder;
+
 /// Section Header Block (also the file magic; a palindrome, so byte-order free).
 pub const SHB: u32 = 0x0A0D_0D0A;
 /// Interface Description Block.
@@ -74,6 +76,47 @@ pub mod opt {
     pub const ISB_OSDROP: u16 = 7;
     /// `isb_usrdeliv`.
     pub const ISB_USRDELIV: u16 = 8;
+}
+
+/// The only major version of the format; a reader must not guess at another.
+pub const MAJOR_VERSION: u16 = 1;
+
+/// An option whose value runs past the end of its block's option bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OptionOverrun {
+    /// Where the option starts, from the start of the option bytes.
+    pub at: usize,
+    /// Its code.
+    pub code: u16,
+    /// The value length it claims.
+    pub len: usize,
+    /// The bytes left for its value.
+    pub room: usize,
+}
+
+/// Checks that every option up to `opt_endofopt` (or the end) fits in `options`, a
+/// block's option bytes: Wireshark refuses a file with one that does not, and a reader
+/// that stopped quietly would drop the options after it.
+pub fn check_options(options: &[u8], order: ByteOrder) -> Result<(), OptionOverrun> {
+    let mut at = 0;
+    while let Some(head) = options.get(at..at + 4) {
+        let code = order.u16(&head[0..2]);
+        let len = usize::from(order.u16(&head[2..4]));
+        if code == opt::END {
+            break;
+        }
+        let room = options.len() - at - 4;
+        if len > room {
+            return Err(OptionOverrun {
+                at,
+                code,
+                len,
+                room,
+            });
+        }
+        at += padded(4 + len);
+    }
+    Ok(())
 }
 
 /// Bytes needed to pad `len` to a multiple of 4.

@@ -294,7 +294,11 @@ impl PcapngFormat {
         };
         let (opt_at, opt_len) = fixed.options(len);
         let (flags, drops) = if opt_len > 0 {
-            packet_flags(&b[opt_at..opt_at + opt_len], order)
+            // Options past the block end: the general loop reports them.
+            match packet_flags(&b[opt_at..opt_at + opt_len], order) {
+                Some(found) => found,
+                None => return Ok(false),
+            }
         } else {
             (0, 0)
         };
@@ -332,7 +336,7 @@ impl PcapngFormat {
                 "Section Header Block: the block length at its start ({len}) and at its end ({trailer}) differ"
             )));
         }
-        self.add_section(&body, order);
+        self.add_section(&body, order)?;
         Ok(len)
     }
 
@@ -446,15 +450,15 @@ impl PcapngFormat {
                 block::OPB => return self.packet_block(len, true).map(Some),
                 block::SHB => {
                     let body = b.to_vec();
-                    self.add_section(&body, order);
+                    self.add_section(&body, order)?;
                 }
                 block::IDB => {
                     let body = b.to_vec();
-                    self.add_interface(&body);
+                    self.add_interface(&body)?;
                 }
                 block::ISB => {
                     let body = b.to_vec();
-                    let (iface, ts) = self.interface_statistics(&body);
+                    let (iface, ts) = self.interface_statistics(&body)?;
                     if meta {
                         return Ok(Some(self.consume_meta(len, order, iface, ts)));
                     }
@@ -543,7 +547,14 @@ impl PcapngFormat {
         }
         let (opt_at, opt_len) = fixed.options(len);
         let (flags, option_drops) = if opt_len > 0 {
-            packet_flags(&b[opt_at..opt_at + opt_len], order)
+            let options = &b[opt_at..opt_at + opt_len];
+            match packet_flags(options, order) {
+                Some(found) => found,
+                None => {
+                    let reason = self.option_overrun(what, options, opt_at, order);
+                    return Err(self.malformed(reason).with_packet(self.packets + 1));
+                }
+            }
         } else {
             (0, 0)
         };
@@ -610,13 +621,27 @@ impl PcapngFormat {
         }
     }
 
-    fn add_section(&mut self, b: &[u8], order: ByteOrder) {
+    /// Reads a Section Header Block (whole, its lengths checked): a major version other
+    /// than 1 or options past its end are errors, as in Wireshark, before anything of
+    /// the section is believed.
+    fn add_section(&mut self, b: &[u8], order: ByteOrder) -> Result<(), Error> {
+        let (major, minor) = (order.u16(&b[12..14]), order.u16(&b[14..16]));
+        if major != block::MAJOR_VERSION {
+            return Err(Error::unsupported(format!(
+                "Section Header Block: pcapng version {major}.{minor}; only major version {} \
+                 exists, and a section of another cannot be read",
+                block::MAJOR_VERSION
+            ))
+            .with_shared_path(self.input.path())
+            .with_offset(self.input.position()));
+        }
+        self.check_options(block::SHB, b, 24, order)?;
         self.order = order;
         self.last_local = u32::MAX;
         let length = order.u64(&b[16..24]);
         let mut section = Section {
             byte_order: order,
-            version: (order.u16(&b[12..14]), order.u16(&b[14..16])),
+            version: (major, minor),
             length: (length != u64::MAX).then_some(length),
             hardware: None,
             os: None,
@@ -635,9 +660,49 @@ impl PcapngFormat {
             }
         }
         self.sections.push(section);
+        Ok(())
     }
 
-    fn add_interface(&mut self, b: &[u8]) {
+    /// An error when an option of the block `b` (its options from `opt_at` to the
+    /// trailer) runs past the block's end.
+    fn check_options(
+        &self,
+        block_type: u32,
+        b: &[u8],
+        opt_at: usize,
+        order: ByteOrder,
+    ) -> Result<(), Error> {
+        let options = b.get(opt_at..b.len() - 4).unwrap_or(&[]);
+        if block::check_options(options, order).is_err() {
+            let reason = self.option_overrun(block::name(block_type), options, opt_at, order);
+            return Err(self.malformed(reason));
+        }
+        Ok(())
+    }
+
+    /// Says which option of a block runs past its end (the options start at `opt_at`).
+    fn option_overrun(
+        &self,
+        what: &str,
+        options: &[u8],
+        opt_at: usize,
+        order: ByteOrder,
+    ) -> String {
+        match block::check_options(options, order) {
+            Err(o) => format!(
+                "{what}: option {} at byte {} of the block claims {} bytes of value, but only {} \
+                 remain before the block's end",
+                o.code,
+                opt_at + o.at,
+                o.len,
+                o.room
+            ),
+            Ok(()) => format!("{what}: its options are damaged"),
+        }
+    }
+
+    fn add_interface(&mut self, b: &[u8]) -> Result<(), Error> {
+        self.check_options(block::IDB, b, 16, self.order)?;
         let order = self.order;
         let section_index = self.sections.len().saturating_sub(1);
         let first = self.sections.last().map_or(0, |s| s.first_interface);
@@ -663,16 +728,18 @@ impl PcapngFormat {
             }
         }
         self.interfaces.push(iface);
+        Ok(())
     }
 
-    fn interface_statistics(&mut self, b: &[u8]) -> (u32, Timestamp) {
+    fn interface_statistics(&mut self, b: &[u8]) -> Result<(u32, Timestamp), Error> {
+        self.check_options(block::ISB, b, 20, self.order)?;
         let order = self.order;
         let local = order.u32(&b[8..12]);
         let first = self.sections.last().map_or(0, |s| s.first_interface);
         let global = first.saturating_add(local);
         let Some(iface) = self.interfaces.get(global as usize) else {
             // Statistics for an undeclared interface: nothing to attach them to.
-            return (global, Timestamp::ZERO);
+            return Ok((global, Timestamp::ZERO));
         };
         let units_at =
             |v: &[u8]| (u64::from(order.u32(&v[0..4])) << 32) | u64::from(order.u32(&v[4..8]));
@@ -697,7 +764,7 @@ impl PcapngFormat {
             }
         }
         self.interfaces[global as usize].stats = Some(stats);
-        (global, ts)
+        Ok((global, ts))
     }
 }
 
@@ -760,9 +827,11 @@ impl PacketFixed {
 }
 
 /// `epb_flags` and `epb_dropcount` from a packet block's options (out of line: most
-/// packet blocks have no options, and the fast path stays small).
+/// packet blocks have no options, and the fast path stays small); `None` when an option
+/// runs past the block's end.
 #[inline(never)]
-fn packet_flags(options: &[u8], order: ByteOrder) -> (u32, u64) {
+fn packet_flags(options: &[u8], order: ByteOrder) -> Option<(u32, u64)> {
+    block::check_options(options, order).ok()?;
     let (mut flags, mut drops) = (0, 0);
     for (code, value) in PacketOptions::new(options, order).iter() {
         match code {
@@ -771,7 +840,7 @@ fn packet_flags(options: &[u8], order: ByteOrder) -> (u32, u64) {
             _ => {}
         }
     }
-    (flags, drops)
+    Some((flags, drops))
 }
 
 /// The direction bits (0-1) of `epb_flags`.
