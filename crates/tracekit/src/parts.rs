@@ -299,21 +299,27 @@ impl PartWriter {
     }
 
     /// Starts a part when `packet` belongs to a new one; `false` past the maximum.
+    #[inline]
     fn ready_for(&mut self, packet: &Packet<'_>) -> Result<bool, PartFailure> {
         if self.stopped {
             return Ok(false);
         }
-        let ts = packet.ts().as_unix_nanos();
         let new_part = match (&self.sink, self.cut) {
             (None, _) => true,
             (Some(_), Cut::Packets(n)) => self.in_part >= n,
             (Some(_), Cut::Bytes(n)) => self.part_bytes + packet.caplen() as u64 > n,
-            (Some(_), Cut::Interval(len)) => ts / len != self.key,
+            (Some(_), Cut::Interval(len)) => packet.ts().as_unix_nanos() / len != self.key,
             (Some(_), Cut::Never) => false,
         };
         if !new_part {
             return Ok(true);
         }
+        self.start_part(packet)
+    }
+
+    /// Completes the current part and starts the next one with `packet`.
+    #[cold]
+    fn start_part(&mut self, packet: &Packet<'_>) -> Result<bool, PartFailure> {
         if let Some(failure) = self.close_part() {
             self.stopped = true;
             return Err(failure);
@@ -337,12 +343,13 @@ impl PartWriter {
         self.describer.reset();
         (self.in_part, self.part_bytes) = (0, 0);
         if let Cut::Interval(len) = self.cut {
-            self.key = ts / len;
+            self.key = packet.ts().as_unix_nanos() / len;
         }
         Ok(true)
     }
 
     /// Counts a written packet, or salvages the failed part.
+    #[inline]
     fn wrote(
         &mut self,
         packet: &Packet<'_>,
@@ -354,15 +361,21 @@ impl PartWriter {
             self.written += 1;
             return Ok(true);
         };
+        Err(self.write_failed(error))
+    }
+
+    /// Salvages the part a write failed in.
+    #[cold]
+    fn write_failed(&mut self, error: Error) -> PartFailure {
         self.stopped = true;
         let file = self.names.name(self.parts.len());
         let kept = self.sink.take().map_or(Kept::Nothing, Sink::salvage);
         self.list_salvaged(&file, kept);
-        Err(PartFailure {
+        PartFailure {
             file,
             error,
             kept: Some(kept),
-        })
+        }
     }
 
     /// Lists a failed part when it holds packets.

@@ -348,7 +348,7 @@ impl Source {
     /// reading further (`None` before the first packet, at the end and after an error).
     /// This is how a merge compares the inputs' next time stamps without copying
     /// packets: advance, look at the time stamp, and lend the packet only when chosen.
-    #[inline]
+    #[inline(always)]
     pub fn current_packet(&self) -> Option<Packet<'_>> {
         match &self.kind {
             SourceKind::Pcap(r) => r.current_packet(),
