@@ -394,7 +394,7 @@ impl Source {
 }
 
 impl CaptureSource for Source {
-    #[inline]
+    #[inline(always)]
     fn next_packet(&mut self) -> Result<Option<Packet<'_>>, Error> {
         let compressed = self.compression != Compression::None;
         let next = if self.filter.is_some() {
