@@ -276,6 +276,20 @@ impl Input {
         None
     }
 
+    /// Where the `len` bytes at address `addr` (`slice.as_ptr() as usize` of a slice
+    /// lent from the current window, such as a packet just read) start in the window,
+    /// or `None` when they are not inside it. Lets a reader that holds a packet find its
+    /// position without going back to the record.
+    #[inline]
+    pub fn window_offset(&self, addr: usize, len: usize) -> Option<usize> {
+        let base = match &self.backing {
+            Backing::Mapped(map) => map.verified().as_ptr(),
+            Backing::Stream(_) | Backing::Blocks(_) => self.buf.as_ptr(),
+        } as usize;
+        let at = addr.checked_sub(base)?;
+        (at.checked_add(len)? <= self.end).then_some(at)
+    }
+
     /// Sharing: moves the window to a new buffer now (its unread bytes copied there)
     /// and returns the buffer it held, with every position handed out in it intact.
     /// For the last records of an input, or to hand records out before the window

@@ -49,7 +49,7 @@ use std::sync::mpsc::{Receiver, SyncSender, TryRecvError, sync_channel};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use tracekit_core::{CaptureSource, Error, Packet, Record};
+use tracekit_core::{ByteOrder, CaptureSource, Error, Meta, Packet, PacketOptions};
 use tracekit_decode::Decoded;
 
 use crate::Source;
@@ -330,7 +330,7 @@ impl Parallel {
             batch_rx.push(rx);
         }
         // Emptied position lists, back to the reader.
-        let (spare_tx, spare_rx) = sync_channel::<Vec<Entry>>(QUEUE * n + n);
+        let (spare_tx, spare_rx) = sync_channel::<Lists>(QUEUE * n + n);
         // Workers' items and progress, to the combiner.
         let (done_tx, done_rx) = sync_channel::<Done<W::Item>>(QUEUE * n);
         // Emptied item lists, back to each worker.
@@ -399,19 +399,58 @@ impl Parallel {
     }
 }
 
-/// One entry of a worker's stream.
+/// One packet of a worker's batch: its number, where its bytes and options are in the
+/// batch's buffer, and its metadata. 64 bytes: the lists cross from the reader's core to
+/// the worker's, so they are kept small.
 #[derive(Clone, Copy)]
-enum Entry {
-    Packet(u64, Record),
-    Tick(Tick),
+struct Slot {
+    seq: u64,
+    start: u32,
+    len: u32,
+    opt_start: u32,
+    /// Length of the options (0: none), big-endian options marked by [`BIG_ENDIAN`].
+    opt_len: u32,
+    meta: Meta,
 }
 
-/// A worker's share of one buffer: the buffer and where its packets are in it.
+/// In [`Slot::opt_len`]: the options are big-endian.
+const BIG_ENDIAN: u32 = 1 << 31;
+
+impl Slot {
+    /// The packet in `block`.
+    #[inline]
+    fn packet<'a>(&self, block: &'a [u8]) -> Packet<'a> {
+        let (start, len) = (self.start as usize, self.len as usize);
+        let packet = Packet::new(&block[start..start + len], self.meta);
+        let opt_len = (self.opt_len & !BIG_ENDIAN) as usize;
+        if opt_len == 0 {
+            return packet;
+        }
+        let order = if self.opt_len & BIG_ENDIAN != 0 {
+            ByteOrder::Big
+        } else {
+            ByteOrder::Little
+        };
+        let at = self.opt_start as usize;
+        packet.with_options(Some(PacketOptions::new(&block[at..at + opt_len], order)))
+    }
+}
+
+/// A worker's share of one buffer: the buffer, its packets in it, and the ticks that
+/// come before the packet at each index.
 struct Batch {
     block: Arc<Vec<u8>>,
-    entries: Vec<Entry>,
+    slots: Vec<Slot>,
+    ticks: Vec<(usize, Tick)>,
     /// Packets before this number have all been dealt.
     end_seq: u64,
+}
+
+/// A worker's lists, refilled by the reader and recycled.
+#[derive(Default)]
+struct Lists {
+    slots: Vec<Slot>,
+    ticks: Vec<(usize, Tick)>,
 }
 
 /// A worker's items for one batch (with their order keys), and its progress.
@@ -442,13 +481,13 @@ fn read_and_deal(
     distribution: &Distribution,
     tick: Option<TickEvery>,
     batch_tx: &[SyncSender<Batch>],
-    spare_rx: &Receiver<Vec<Entry>>,
+    spare_rx: &Receiver<Lists>,
     shared: &Shared,
 ) -> (RunStats, Option<Error>) {
     let sharing = source.input_mut().is_some_and(|i| i.share_windows());
     let mut dealer = Dealer {
         n,
-        pending: (0..n).map(|_| Vec::new()).collect(),
+        pending: (0..n).map(|_| Lists::default()).collect(),
         batch_tx,
         spare_rx,
         blocked: Duration::ZERO,
@@ -461,8 +500,11 @@ fn read_and_deal(
     let mut generation = generation_of(source);
     let mut copy = CopyBlocks::default();
     let mut seq = 0u64;
-    let mut ticks = 0u64;
-    let mut interval: Option<u64> = None;
+    let mut ticker = Ticker {
+        every: tick,
+        ticks: 0,
+        interval: None,
+    };
     let mut error = None;
     loop {
         if shared.stop.load(Ordering::Relaxed)
@@ -471,17 +513,34 @@ fn read_and_deal(
         {
             break;
         }
-        let (w, ts) = match source.next_packet() {
-            Ok(Some(p)) => (choose(distribution, &p, seq, n), p.ts().as_unix_nanos()),
+        // What the reader needs of the packet, taken while it is lent; positions are
+        // found after (the packet in hand, not the record stored behind it, which would be
+        // read back in pieces).
+        let (w, ts, data, options, meta) = match source.next_packet() {
+            Ok(Some(p)) => {
+                let w = choose(distribution, &p, seq, n);
+                let data = (p.data().as_ptr() as usize, p.data().len());
+                let options = p
+                    .options()
+                    .map(|o| (o.bytes().as_ptr() as usize, o.bytes().len(), o.byte_order()));
+                let meta = *p.meta();
+                let ts = meta.ts.as_unix_nanos();
+                if !sharing {
+                    ticker.before(seq, ts, &mut dealer);
+                    let slot = copy.add(&p, &mut dealer, seq);
+                    dealer.pending[w].slots.push(slot);
+                }
+                (w, ts, data, options, meta)
+            }
             Ok(None) => break,
             Err(e) => {
                 error = Some(e);
                 break;
             }
         };
-        // The packet's positions index the current buffer: what came before is in the
-        // buffer the window left, and goes out now.
         if sharing {
+            // The packet's positions index the current buffer: what came before is in
+            // the buffer the window left, and goes out now.
             let g = generation_of(source);
             if g != generation {
                 let block = source.input_mut().and_then(|i| i.take_retired(generation));
@@ -490,48 +549,32 @@ fn read_and_deal(
                 }
                 generation = g;
             }
+            ticker.before(seq, ts, &mut dealer);
         }
-        match tick {
-            Some(TickEvery::Packets(every)) if seq > 0 && seq.is_multiple_of(every) => {
-                dealer.tick(Tick {
-                    index: ticks,
-                    packets: seq,
-                    time: None,
-                });
-                ticks += 1;
-            }
-            Some(TickEvery::TraceTime(len)) => {
-                let k = ts / len;
-                match interval {
-                    None => interval = Some(k),
-                    Some(current) if k > current => {
-                        // One tick per boundary crossed (a long gap is a few empty ones;
-                        // past a million, the rest are folded into the last).
-                        let first = (current + 1).max(k.saturating_sub(1_000_000));
-                        for b in first..=k {
-                            dealer.tick(Tick {
-                                index: ticks,
-                                packets: seq,
-                                time: Some(b * len),
-                            });
-                            ticks += 1;
-                        }
-                        interval = Some(k);
-                    }
-                    Some(_) => {}
-                }
-            }
-            _ => {}
-        }
-        let record = if sharing {
-            source.last_record().copied()
-        } else {
-            source
-                .current_packet()
-                .map(|p| copy.add(&p, &mut dealer, seq))
-        };
-        if let Some(record) = record {
-            dealer.pending[w].push(Entry::Packet(seq, record));
+        if sharing
+            && let Some(input) = source.input_mut()
+            && let Some(start) = input.window_offset(data.0, data.1)
+        {
+            let (opt_start, opt_len) = match options {
+                Some((addr, len, order)) => (
+                    input.window_offset(addr, len).unwrap_or(0) as u32,
+                    len as u32
+                        | if order == ByteOrder::Big {
+                            BIG_ENDIAN
+                        } else {
+                            0
+                        },
+                ),
+                None => (0, 0),
+            };
+            dealer.pending[w].slots.push(Slot {
+                seq,
+                start: start as u32,
+                len: data.1 as u32,
+                opt_start,
+                opt_len,
+                meta,
+            });
         }
         seq += 1;
     }
@@ -556,6 +599,52 @@ fn read_and_deal(
     (stats, error)
 }
 
+/// Where ticks go: every so many packets, or at interval boundaries of trace time.
+struct Ticker {
+    every: Option<TickEvery>,
+    ticks: u64,
+    interval: Option<u64>,
+}
+
+impl Ticker {
+    /// The ticks that come before packet `seq` (time `ts`), into every worker's lists.
+    #[inline]
+    fn before(&mut self, seq: u64, ts: u64, dealer: &mut Dealer<'_>) {
+        match self.every {
+            Some(TickEvery::Packets(every)) if seq > 0 && seq.is_multiple_of(every) => {
+                dealer.tick(Tick {
+                    index: self.ticks,
+                    packets: seq,
+                    time: None,
+                });
+                self.ticks += 1;
+            }
+            Some(TickEvery::TraceTime(len)) => {
+                let k = ts / len;
+                match self.interval {
+                    None => self.interval = Some(k),
+                    Some(current) if k > current => {
+                        // One tick per boundary crossed (a long gap is a few empty ones;
+                        // past a million, the rest are folded into the last).
+                        let first = (current + 1).max(k.saturating_sub(1_000_000));
+                        for b in first..=k {
+                            dealer.tick(Tick {
+                                index: self.ticks,
+                                packets: seq,
+                                time: Some(b * len),
+                            });
+                            self.ticks += 1;
+                        }
+                        self.interval = Some(k);
+                    }
+                    Some(_) => {}
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
 fn generation_of(source: &mut Source) -> u64 {
     source.input_mut().map_or(0, |i| i.generation())
 }
@@ -563,9 +652,9 @@ fn generation_of(source: &mut Source) -> u64 {
 /// The reader's per-worker lists and their sending.
 struct Dealer<'a> {
     n: usize,
-    pending: Vec<Vec<Entry>>,
+    pending: Vec<Lists>,
     batch_tx: &'a [SyncSender<Batch>],
-    spare_rx: &'a Receiver<Vec<Entry>>,
+    spare_rx: &'a Receiver<Lists>,
     blocked: Duration,
     /// Every worker is gone.
     closed: bool,
@@ -574,7 +663,7 @@ struct Dealer<'a> {
 impl Dealer<'_> {
     fn tick(&mut self, tick: Tick) {
         for p in &mut self.pending {
-            p.push(Entry::Tick(tick));
+            p.ticks.push((p.slots.len(), tick));
         }
     }
 
@@ -584,16 +673,18 @@ impl Dealer<'_> {
         let mut sent = 0;
         for w in 0..self.n {
             let fresh = match self.spare_rx.try_recv() {
-                Ok(mut v) => {
-                    v.clear();
-                    v
+                Ok(mut lists) => {
+                    lists.slots.clear();
+                    lists.ticks.clear();
+                    lists
                 }
-                Err(TryRecvError::Empty | TryRecvError::Disconnected) => Vec::new(),
+                Err(TryRecvError::Empty | TryRecvError::Disconnected) => Lists::default(),
             };
-            let entries = std::mem::replace(&mut self.pending[w], fresh);
+            let Lists { slots, ticks } = std::mem::replace(&mut self.pending[w], fresh);
             let batch = Batch {
                 block: block.clone(),
-                entries,
+                slots,
+                ticks,
                 end_seq,
             };
             let batch = match self.batch_tx[w].try_send(batch) {
@@ -627,7 +718,7 @@ struct CopyBlocks {
 impl CopyBlocks {
     /// Copies `p` (and its options) into the block, dealing the block first when full;
     /// returns its record in the block.
-    fn add(&mut self, p: &Packet<'_>, dealer: &mut Dealer<'_>, seq: u64) -> Record {
+    fn add(&mut self, p: &Packet<'_>, dealer: &mut Dealer<'_>, seq: u64) -> Slot {
         let options = p.options().map(|o| (o.bytes(), o.byte_order()));
         let need = p.data().len() + options.map_or(0, |o| o.0.len());
         if self.block.len() + need > self.block.capacity().max(COPY_BLOCK) && !self.block.is_empty()
@@ -637,13 +728,25 @@ impl CopyBlocks {
         }
         let start = self.block.len();
         self.block.extend_from_slice(p.data());
-        let mut record = Record::new(start, p.data().len(), *p.meta());
+        let mut slot = Slot {
+            seq,
+            start: start as u32,
+            len: p.data().len() as u32,
+            opt_start: 0,
+            opt_len: 0,
+            meta: *p.meta(),
+        };
         if let Some((bytes, order)) = options {
-            record.options = (self.block.len(), bytes.len());
-            record.order = order;
+            slot.opt_start = self.block.len() as u32;
+            slot.opt_len = bytes.len() as u32
+                | if order == ByteOrder::Big {
+                    BIG_ENDIAN
+                } else {
+                    0
+                };
             self.block.extend_from_slice(bytes);
         }
-        record
+        slot
     }
 
     /// The current block, shared; a reusable one takes its place.
@@ -714,7 +817,7 @@ fn work<W: Worker>(
     i: usize,
     mut worker: W,
     rx: Receiver<Batch>,
-    spare_tx: &SyncSender<Vec<Entry>>,
+    spare_tx: &SyncSender<Lists>,
     done_tx: &SyncSender<Done<W::Item>>,
     items_back: Receiver<Vec<(u64, W::Item)>>,
     shared: &Shared,
@@ -731,46 +834,49 @@ fn work<W: Worker>(
         let mut items = items_back.try_recv().unwrap_or_default();
         let limit = shared.limit.load(Ordering::Relaxed);
         if !failed {
-            for entry in &batch.entries {
-                let result = match *entry {
-                    Entry::Packet(seq, record) => {
-                        if seq >= limit {
-                            break;
-                        }
-                        stats.packets += 1;
-                        let packet = record.packet(&batch.block);
-                        let mut out = Emit {
-                            key: packet_key(seq),
-                            items: &mut items,
-                        };
-                        worker.packet(&packet, &mut out)
+            let mut ticks = batch.ticks.iter().peekable();
+            for (i, slot) in batch.slots.iter().enumerate() {
+                // The ticks that come before this packet.
+                while let Some((_, tick)) = ticks.next_if(|(at, _)| *at == i) {
+                    if let Err(e) = run_tick(&mut worker, tick, &mut items, limit) {
+                        fail(shared, tick.packets, e);
+                        failed = true;
+                        break;
                     }
-                    Entry::Tick(tick) => {
-                        if tick.packets >= limit {
-                            break;
-                        }
-                        let mut out = Emit {
-                            key: tick_key(tick.packets),
-                            items: &mut items,
-                        };
-                        worker.tick(&tick, &mut out)
-                    }
+                }
+                if failed || slot.seq >= limit {
+                    break;
+                }
+                stats.packets += 1;
+                let packet = slot.packet(&batch.block);
+                let mut out = Emit {
+                    key: packet_key(slot.seq),
+                    items: &mut items,
                 };
-                if let Err(e) = result {
-                    let seq = match *entry {
-                        Entry::Packet(seq, _) => seq,
-                        Entry::Tick(t) => t.packets,
-                    };
-                    fail(shared, seq, e);
+                if let Err(e) = worker.packet(&packet, &mut out) {
+                    fail(shared, slot.seq, e);
                     failed = true;
                     break;
                 }
             }
+            // Ticks after the batch's last packet.
+            if !failed {
+                for (_, tick) in ticks {
+                    if let Err(e) = run_tick(&mut worker, tick, &mut items, limit) {
+                        fail(shared, tick.packets, e);
+                        failed = true;
+                        break;
+                    }
+                }
+            }
         }
         let Batch {
-            entries, end_seq, ..
+            slots,
+            ticks,
+            end_seq,
+            ..
         } = batch;
-        let _ = spare_tx.try_send(entries);
+        let _ = spare_tx.try_send(Lists { slots, ticks });
         let upto = if failed { u64::MAX } else { tick_key(end_seq) };
         if done_tx
             .send(Done {
@@ -784,6 +890,23 @@ fn work<W: Worker>(
         }
     }
     (worker, stats)
+}
+
+/// A tick for a worker, unless the run stopped before it.
+fn run_tick<W: Worker>(
+    worker: &mut W,
+    tick: &Tick,
+    items: &mut Vec<(u64, W::Item)>,
+    limit: u64,
+) -> Result<(), Error> {
+    if tick.packets >= limit {
+        return Ok(());
+    }
+    let mut out = Emit {
+        key: tick_key(tick.packets),
+        items,
+    };
+    worker.tick(tick, &mut out)
 }
 
 /// Records a worker's error at packet `seq` (the earliest wins) and stops the run.
