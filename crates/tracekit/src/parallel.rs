@@ -785,11 +785,72 @@ fn choose(distribution: &Distribution, p: &Packet<'_>, seq: u64, n: usize) -> us
 }
 
 /// A hash of the IP addresses and protocol, equal for both directions.
+#[inline]
 fn flow_hash(p: &Packet<'_>) -> Option<u64> {
+    // The common case straight from the bytes: Ethernet (up to two VLAN tags) or raw
+    // IP, then IPv4 or IPv6. The reader does this for every packet, and the full
+    // decoder's walk cost as much as a light analysis itself.
+    if let Some(h) = quick_flow_hash(p) {
+        return Some(h);
+    }
     let d = Decoded::new(p);
     let (a, b) = (addr_bits(d.src_addr()?), addr_bits(d.dst_addr()?));
     let (lo, hi) = if a <= b { (a, b) } else { (b, a) };
     let mut h = u64::from(d.ip_protocol()?) ^ 0x9E37_79B9_7F4A_7C15;
+    for v in [lo as u64, (lo >> 64) as u64, hi as u64, (hi >> 64) as u64] {
+        h = mix(h ^ v);
+    }
+    Some(h)
+}
+
+/// [`flow_hash`] for Ethernet and raw-IP frames carrying IPv4 or IPv6 (fragments
+/// included); `None` for anything else, which the decoder then walks.
+#[inline]
+fn quick_flow_hash(p: &Packet<'_>) -> Option<u64> {
+    let b = p.data();
+    let (mut ethertype, mut at) = match p.link_type() {
+        tracekit_core::LinkType::ETHERNET => (u16::from_be_bytes([*b.get(12)?, *b.get(13)?]), 14),
+        tracekit_core::LinkType::RAW
+        | tracekit_core::LinkType::IPV4
+        | tracekit_core::LinkType::IPV6 => match b.first()? >> 4 {
+            4 => (0x0800, 0),
+            6 => (0x86dd, 0),
+            _ => return None,
+        },
+        _ => return None,
+    };
+    for _ in 0..2 {
+        if ethertype == 0x8100 || ethertype == 0x88a8 {
+            ethertype = u16::from_be_bytes([*b.get(at + 2)?, *b.get(at + 3)?]);
+            at += 4;
+        }
+    }
+    let (lo, hi, proto) = match ethertype {
+        0x0800 => {
+            let ip = b.get(at..at + 20)?;
+            if ip[0] >> 4 != 4 {
+                return None;
+            }
+            let src = u128::from(u32::from_be_bytes([ip[12], ip[13], ip[14], ip[15]]));
+            let dst = u128::from(u32::from_be_bytes([ip[16], ip[17], ip[18], ip[19]]));
+            (src.min(dst), src.max(dst), ip[9])
+        }
+        0x86dd => {
+            let ip = b.get(at..at + 40)?;
+            if ip[0] >> 4 != 6 {
+                return None;
+            }
+            // The protocol after extension headers is the decoder's business.
+            if !matches!(ip[6], 6 | 17 | 58 | 132) {
+                return None;
+            }
+            let src = u128::from_be_bytes(ip[8..24].try_into().ok()?);
+            let dst = u128::from_be_bytes(ip[24..40].try_into().ok()?);
+            (src.min(dst), src.max(dst), ip[6])
+        }
+        _ => return None,
+    };
+    let mut h = u64::from(proto) ^ 0x9E37_79B9_7F4A_7C15;
     for v in [lo as u64, (lo >> 64) as u64, hi as u64, (hi >> 64) as u64] {
         h = mix(h ^ v);
     }
