@@ -57,9 +57,10 @@ pub fn each_packet(
     Ok(Ended { read, error })
 }
 
-/// How many workers `--threads` asks for (0: one per core).
-pub fn workers(threads: usize) -> usize {
-    tracekit::parallel::Parallel::new(threads).workers()
+/// Whether `--threads` asks for a parallel run: anything but 1 (everything on one
+/// thread); 0 is one worker per core but the reader's.
+pub fn is_parallel(threads: usize) -> bool {
+    threads != 1
 }
 
 /// Runs one `make(i)` worker per thread over the packets of `file` that `filter` keeps

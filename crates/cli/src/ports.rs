@@ -27,8 +27,8 @@ pub struct PortsArgs {
     /// Print one JSON object: the rows, the separate counts and the table's checksum.
     #[arg(long)]
     json: bool,
-    /// Worker threads (0: one per core; 1: everything on one thread). Packets are
-    /// spread by flow and the tables added up: the figures are those of one thread.
+    /// Worker threads beside the reading thread (0: one per core but the reader's; 1:
+    /// everything on one thread). Packets are spread by flow and the tables added up: the figures are those of one thread.
     #[arg(long, default_value_t = 0, value_parser = crate::parse_workers)]
     threads: usize,
     /// Print the parallel run's figures (packets per worker, waits) to stderr.
@@ -81,7 +81,7 @@ impl tracekit::parallel::Worker for PortsWorker {
 pub fn run(args: PortsArgs) -> Result<Outcome> {
     let mut ports = Ports::new();
     let mut packets = 0u64;
-    let ended = if numbered::workers(args.threads) > 1 {
+    let ended = if numbered::is_parallel(args.threads) {
         let (workers, ended, stats) =
             numbered::parallel(&args.file, args.filter.as_deref(), args.threads, |_| {
                 PortsWorker(Ports::new())

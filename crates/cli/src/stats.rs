@@ -29,8 +29,8 @@ pub struct StatsArgs {
     /// Print one JSON object per file.
     #[arg(long)]
     json: bool,
-    /// Worker threads (0: one per core; 1: everything on one thread). Packets are
-    /// spread by flow and the counts added up: the figures are those of one thread.
+    /// Worker threads beside the reading thread (0: one per core but the reader's; 1:
+    /// everything on one thread). Packets are spread by flow and the counts added up: the figures are those of one thread.
     #[arg(long, default_value_t = 0, value_parser = crate::parse_workers)]
     threads: usize,
     /// Print the parallel run's figures (packets per worker, waits) to stderr.
@@ -152,7 +152,7 @@ struct StatsJson<'a> {
 pub fn run(args: StatsArgs) -> Result<Outcome> {
     let filters = numbered::compile_all(&args.filters)?;
     let mut outcome = Outcome::Ok;
-    let parallel = numbered::workers(args.threads) > 1;
+    let parallel = numbered::is_parallel(args.threads);
     for (i, file) in args.files.iter().enumerate() {
         let mut tally = Tally::new(filters.clone());
         let ended = if parallel {
