@@ -29,11 +29,9 @@ pub struct StatsArgs {
     /// Print one JSON object per file.
     #[arg(long)]
     json: bool,
-    /// Worker threads beside the reading thread (1, the default: everything on one
-    /// thread; 0: one per core but the reader's). Packets are spread by flow and the counts added up: the figures are those of one thread.
-    // One thread by default: on this project's 2-core machine a fresh process with a
-    // reader and a worker measured 25-30 % slower than one thread (see the README).
-    #[arg(long, default_value_t = 1, value_parser = crate::parse_workers)]
+    /// Worker threads beside the reading thread (0, the default: one per core but the
+    /// reader's; 1: everything on one thread). Packets are spread by flow and the counts added up: the figures are those of one thread.
+    #[arg(long, default_value_t = 0, value_parser = crate::parse_workers)]
     threads: usize,
     /// Print the parallel run's figures (packets per worker, waits) to stderr.
     #[arg(long)]

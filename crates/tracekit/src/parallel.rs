@@ -349,17 +349,32 @@ impl Parallel {
         let order = self.order;
         let shared = &shared;
         let make = &make;
+        // With a core for each thread, the reader and each worker get their own: left to
+        // itself the scheduler kept a fresh reader/worker pair on one core (every batch
+        // hand-over a sleep and a wake-up next to the waker), and a run on 2 cores was
+        // slower than one thread. With fewer cores than threads, nothing is pinned.
+        let cores = core_affinity::get_core_ids().unwrap_or_default();
+        let pin = cores.len() > n;
+        let core = |i: usize| pin.then(|| cores[i % cores.len()]);
         std::thread::scope(|scope| {
+            let reader_core = core(0);
             let reader = scope.spawn(move || {
+                if let Some(c) = reader_core {
+                    core_affinity::set_for_current(c);
+                }
                 read_and_deal(source, n, &distribution, tick, &batch_tx, &spare_rx, shared)
             });
             let mut handles = Vec::with_capacity(n);
             for (i, (rx, back)) in batch_rx.into_iter().zip(items_back_rx).enumerate() {
                 let done_tx = done_tx.clone();
                 let spare_tx = spare_tx.clone();
-                handles.push(
-                    scope.spawn(move || work(i, make(i), rx, &spare_tx, &done_tx, back, shared)),
-                );
+                let worker_core = core(i + 1);
+                handles.push(scope.spawn(move || {
+                    if let Some(c) = worker_core {
+                        core_affinity::set_for_current(c);
+                    }
+                    work(i, make(i), rx, &spare_tx, &done_tx, back, shared)
+                }));
             }
             drop(done_tx);
             drop(spare_tx);
