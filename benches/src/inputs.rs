@@ -53,3 +53,20 @@ pub fn generated(name: &str, snaplen: u32) -> String {
     }
     path.to_str().expect("UTF-8 path").to_string()
 }
+
+/// Writes the generator's first `packets` packets, whole, as a pcap file `{packets}.pcap`
+/// in `dir`; returns its path (for tests that compare runs of different lengths).
+pub fn write_pcap(dir: &Path, packets: u64) -> String {
+    let path = dir.join(format!("{packets}.pcap"));
+    let uri = path.to_str().expect("UTF-8 path").to_string();
+    let mut sink = tracekit::create(&uri, &CreateOptions::default()).expect("create trace");
+    generate(
+        GenOptions {
+            packets,
+            ..GenOptions::default()
+        },
+        |p| sink.write_packet(p).expect("write trace"),
+    );
+    sink.finish().expect("finish trace");
+    uri
+}

@@ -5,23 +5,10 @@
 mod counting;
 
 use counting::allocations;
-use tracekit::CreateOptions;
 use tracekit_bench::tasks::{t2_tcp, t3_tcpopts, t4_dns, t5_ports};
-use tracekit_bench::traffic::{GenOptions, generate};
 
 fn trace(dir: &std::path::Path, packets: u64) -> String {
-    let path = dir.join(format!("{packets}.pcap"));
-    let uri = path.to_str().unwrap().to_string();
-    let mut sink = tracekit::create(&uri, &CreateOptions::default()).unwrap();
-    generate(
-        GenOptions {
-            packets,
-            ..GenOptions::default()
-        },
-        |p| sink.write_packet(p).unwrap(),
-    );
-    sink.finish().unwrap();
-    uri
+    tracekit_bench::inputs::write_pcap(dir, packets)
 }
 
 #[test]

@@ -7,22 +7,11 @@ mod counting;
 
 use counting::allocations;
 use tracekit::parallel::{Emit, Parallel, Worker};
-use tracekit::{CreateOptions, Error, Packet};
-use tracekit_bench::traffic::{GenOptions, generate};
+use tracekit::{Error, Packet};
 
 fn trace(dir: &std::path::Path, packets: u64) -> (String, u64) {
-    let path = dir.join(format!("{packets}.pcap"));
-    let uri = path.to_str().unwrap().to_string();
-    let mut sink = tracekit::create(&uri, &CreateOptions::default()).unwrap();
-    generate(
-        GenOptions {
-            packets,
-            ..GenOptions::default()
-        },
-        |p| sink.write_packet(p).unwrap(),
-    );
-    sink.finish().unwrap();
-    let bytes = std::fs::metadata(&path).unwrap().len();
+    let uri = tracekit_bench::inputs::write_pcap(dir, packets);
+    let bytes = std::fs::metadata(&uri).unwrap().len();
     (uri, bytes)
 }
 

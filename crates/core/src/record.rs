@@ -53,23 +53,6 @@ impl Record {
     }
 }
 
-impl Record {
-    /// The packet this record describes in `window`, the bytes its positions index (a
-    /// reader's input window, or a buffer it shared).
-    #[inline]
-    pub fn packet<'a>(&self, window: &'a [u8]) -> crate::Packet<'a> {
-        let packet = crate::Packet::new(&window[self.start..self.start + self.len], self.meta);
-        if self.options.1 == 0 {
-            return packet;
-        }
-        let (at, len) = self.options;
-        packet.with_options(Some(crate::PacketOptions::new(
-            &window[at..at + len],
-            self.order,
-        )))
-    }
-}
-
 /// A trace-file format: it parses records, one at a time, out of the input it was given.
 ///
 /// `next_record` is the format's one piece of work; opening (`start`) reads what comes

@@ -63,6 +63,20 @@ impl FlowKey {
     }
 }
 
+/// A 64-bit hash of two addresses and a protocol, equal for both orders of the
+/// addresses: every packet between two hosts on one protocol, each fragment of a
+/// datagram included (ports or not), has the same one. Addresses as numbers, IPv4 in
+/// the low 32 bits ([`u128::from`] of `Ipv4Addr`'s `u32`, of `Ipv6Addr`). Stable across
+/// runs and platforms.
+pub fn address_pair_hash(a: u128, b: u128, protocol: u8) -> u64 {
+    let (lo, hi) = if a <= b { (a, b) } else { (b, a) };
+    let mut h = u64::from(protocol) ^ 0x9E37_79B9_7F4A_7C15;
+    for v in [lo as u64, (lo >> 64) as u64, hi as u64, (hi >> 64) as u64] {
+        h = mix(h ^ v);
+    }
+    h
+}
+
 fn addr_bits(a: IpAddr) -> u128 {
     match a {
         IpAddr::V4(v4) => u128::from(u32::from(v4)),

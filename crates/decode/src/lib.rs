@@ -72,7 +72,7 @@ use tracekit_core::{LinkType, Packet};
 
 pub use anomaly::{Anomalies, Anomaly, Layer};
 pub use ethernet::{EthernetHeader, MplsLabel, Vlan, ethertype};
-pub use flow::FlowKey;
+pub use flow::{FlowKey, address_pair_hash};
 pub use gre::{GreHeader, SourceRoute, SourceRoutes};
 pub use icmp::{IcmpHeader, Icmpv6Header};
 pub use ipv4::{Ipv4Header, OptionIter};
@@ -378,6 +378,20 @@ impl<'a> Decoded<'a> {
     /// The 5-tuple, if the packet is IP (ports 0 where there are none).
     pub fn flow_key(&self) -> Option<FlowKey> {
         FlowKey::of(self)
+    }
+
+    /// A hash of the address pair and protocol, equal for both directions and for every
+    /// fragment of a datagram, if the packet is IP (see [`address_pair_hash`]).
+    pub fn address_pair_hash(&self) -> Option<u64> {
+        let bits = |a: std::net::IpAddr| match a {
+            std::net::IpAddr::V4(v4) => u128::from(u32::from(v4)),
+            std::net::IpAddr::V6(v6) => u128::from(v6),
+        };
+        Some(address_pair_hash(
+            bits(self.src_addr()?),
+            bits(self.dst_addr()?),
+            self.ip_protocol()?,
+        ))
     }
 
     /// A hash of the flow equal for both directions, if the packet is IP.

@@ -77,14 +77,6 @@ impl<F: RecordFormat<Input = Input>> Reader<F> {
         self.format.input_mut()
     }
 
-    /// Where the packet last handed out lies in the input window, and its metadata
-    /// (`None` before the first packet and after the end or an error). With a sharing
-    /// input, the record indexes the buffer of the current [`Input::generation`].
-    #[inline]
-    pub fn last_record(&self) -> Option<&Record> {
-        self.lent.then_some(&self.record)
-    }
-
     /// Byte offset of the next record (in the decompressed stream).
     pub fn position(&self) -> u64 {
         self.format.input().position()

@@ -802,7 +802,8 @@ fn choose(distribution: &Distribution, p: &Packet<'_>, seq: u64, n: usize) -> us
     (h % n as u64) as usize
 }
 
-/// A hash of the IP addresses and protocol, equal for both directions.
+/// A hash of the IP addresses and protocol, equal for both directions
+/// ([`tracekit_decode::address_pair_hash`]).
 #[inline]
 fn flow_hash(p: &Packet<'_>) -> Option<u64> {
     // The common case straight from the bytes: Ethernet (up to two VLAN tags) or raw
@@ -811,14 +812,7 @@ fn flow_hash(p: &Packet<'_>) -> Option<u64> {
     if let Some(h) = quick_flow_hash(p) {
         return Some(h);
     }
-    let d = Decoded::new(p);
-    let (a, b) = (addr_bits(d.src_addr()?), addr_bits(d.dst_addr()?));
-    let (lo, hi) = if a <= b { (a, b) } else { (b, a) };
-    let mut h = u64::from(d.ip_protocol()?) ^ 0x9E37_79B9_7F4A_7C15;
-    for v in [lo as u64, (lo >> 64) as u64, hi as u64, (hi >> 64) as u64] {
-        h = mix(h ^ v);
-    }
-    Some(h)
+    Decoded::new(p).address_pair_hash()
 }
 
 /// [`flow_hash`] for Ethernet and raw-IP frames carrying IPv4 or IPv6 (fragments
@@ -843,7 +837,7 @@ fn quick_flow_hash(p: &Packet<'_>) -> Option<u64> {
             at += 4;
         }
     }
-    let (lo, hi, proto) = match ethertype {
+    let (src, dst, proto) = match ethertype {
         0x0800 => {
             let ip = b.get(at..at + 20)?;
             if ip[0] >> 4 != 4 {
@@ -851,7 +845,7 @@ fn quick_flow_hash(p: &Packet<'_>) -> Option<u64> {
             }
             let src = u128::from(u32::from_be_bytes([ip[12], ip[13], ip[14], ip[15]]));
             let dst = u128::from(u32::from_be_bytes([ip[16], ip[17], ip[18], ip[19]]));
-            (src.min(dst), src.max(dst), ip[9])
+            (src, dst, ip[9])
         }
         0x86dd => {
             let ip = b.get(at..at + 40)?;
@@ -864,30 +858,11 @@ fn quick_flow_hash(p: &Packet<'_>) -> Option<u64> {
             }
             let src = u128::from_be_bytes(ip[8..24].try_into().ok()?);
             let dst = u128::from_be_bytes(ip[24..40].try_into().ok()?);
-            (src.min(dst), src.max(dst), ip[6])
+            (src, dst, ip[6])
         }
         _ => return None,
     };
-    let mut h = u64::from(proto) ^ 0x9E37_79B9_7F4A_7C15;
-    for v in [lo as u64, (lo >> 64) as u64, hi as u64, (hi >> 64) as u64] {
-        h = mix(h ^ v);
-    }
-    Some(h)
-}
-
-fn addr_bits(a: std::net::IpAddr) -> u128 {
-    match a {
-        std::net::IpAddr::V4(v4) => u128::from(u32::from(v4)),
-        std::net::IpAddr::V6(v6) => u128::from(v6),
-    }
-}
-
-/// splitmix64's finaliser.
-fn mix(mut z: u64) -> u64 {
-    z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
+    Some(tracekit_decode::address_pair_hash(src, dst, proto))
 }
 
 /// A worker thread: processes batches until the reader is done, sends its items and

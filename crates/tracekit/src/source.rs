@@ -371,19 +371,6 @@ impl Source {
         }
     }
 
-    /// Where the packet last returned lies in the input window of a trace file, and its
-    /// metadata (`None` for live capture, before the first packet and after the end).
-    #[inline]
-    pub fn last_record(&self) -> Option<&tracekit_core::Record> {
-        match &self.kind {
-            SourceKind::Pcap(r) => r.last_record(),
-            SourceKind::Pcapng(r) => r.last_record(),
-            SourceKind::Erf(r) => r.last_record(),
-            #[cfg(all(feature = "live", target_os = "linux"))]
-            SourceKind::Live(_) => None,
-        }
-    }
-
     /// The pcapng reader (sections, interfaces, statistics), when the trace is pcapng.
     pub fn as_pcapng(&self) -> Option<&PcapngReader> {
         match &self.kind {
