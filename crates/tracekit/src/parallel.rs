@@ -67,6 +67,15 @@ pub trait Worker: Send {
         let _ = (tick, out);
         Ok(())
     }
+
+    /// After this worker's last packet and tick (also when the run stopped early, unless
+    /// this worker failed): a last chance to emit, e.g. what is left of an interval or
+    /// the flows still open. Its items come after every packet's; [`Emit::seq`] is the
+    /// number of packets the run handed out.
+    fn finish(&mut self, out: &mut Emit<'_, Self::Item>) -> Result<(), Error> {
+        let _ = out;
+        Ok(())
+    }
 }
 
 /// Where a worker's items go, tagged with the position in the packet stream.
@@ -129,7 +138,9 @@ pub enum TickEvery {
     Packets(u64),
     /// Every this many nanoseconds of trace time (intervals aligned to the epoch): a
     /// tick before the first packet of each new interval, one per interval boundary
-    /// crossed.
+    /// crossed (after more than [`MAX_EMPTY_TICKS`] empty intervals, one only). A
+    /// packet whose time stamp goes back before the current interval is in the current
+    /// one.
     TraceTime(u64),
 }
 
@@ -301,6 +312,31 @@ impl Parallel {
     pub fn stop_flag(mut self, stop: Arc<AtomicBool>) -> Parallel {
         self.stop = Some(stop);
         self
+    }
+
+    /// Runs in [`Order::Stream`] and returns, with the workers, every emitted item sorted
+    /// by `key`: the combiner for results wanted in an order of their own (by flow, by
+    /// address). The sort is stable over the stream order, so items with equal keys come
+    /// as one thread would have produced them, and the result is the same for any number
+    /// of workers. Every item is kept until the end.
+    pub fn run_sorted<W, F, K>(
+        &self,
+        source: &mut Source,
+        make: F,
+        key: impl FnMut(&W::Item) -> K,
+    ) -> Result<(Finished<W>, Vec<W::Item>), Error>
+    where
+        W: Worker,
+        F: Fn(usize) -> W + Sync,
+        K: Ord,
+    {
+        let mut items = Vec::new();
+        let done = self
+            .clone()
+            .order(Order::Stream)
+            .run(source, make, |_, item| items.push(item))?;
+        items.sort_by_key(key);
+        Ok((done, items))
     }
 
     /// Runs: reads `source` on a thread of its own, one worker made by `make(i)` per
@@ -617,6 +653,10 @@ fn read_and_deal(
     (stats, error)
 }
 
+/// With [`TickEvery::TraceTime`], the longest run of empty intervals that gets a tick
+/// each: a longer gap in the time stamps gets one tick, at the end of the gap.
+pub const MAX_EMPTY_TICKS: u64 = 1_000_000;
+
 /// Where ticks go: every so many packets, or at interval boundaries of trace time.
 struct Ticker {
     every: Option<TickEvery>,
@@ -642,9 +682,14 @@ impl Ticker {
                 match self.interval {
                     None => self.interval = Some(k),
                     Some(current) if k > current => {
-                        // One tick per boundary crossed (a long gap is a few empty ones;
-                        // past a million, the rest are folded into the last).
-                        let first = (current + 1).max(k.saturating_sub(1_000_000));
+                        // One tick per boundary crossed; past MAX_EMPTY_TICKS empty
+                        // intervals, one tick only, at the new interval (its time says
+                        // how many were skipped).
+                        let first = if k - current - 1 > MAX_EMPTY_TICKS {
+                            k
+                        } else {
+                            current + 1
+                        };
                         for b in first..=k {
                             dealer.tick(Tick {
                                 index: self.ticks,
@@ -878,6 +923,7 @@ fn work<W: Worker>(
 ) -> (W, WorkerStats) {
     let mut stats = WorkerStats::default();
     let mut failed = false;
+    let mut last_end = 0;
     loop {
         let waited = Instant::now();
         let Ok(batch) = rx.recv() else {
@@ -931,6 +977,7 @@ fn work<W: Worker>(
             ..
         } = batch;
         let _ = spare_tx.try_send(Lists { slots, ticks });
+        last_end = end_seq;
         let upto = if failed { u64::MAX } else { tick_key(end_seq) };
         if done_tx
             .send(Done {
@@ -942,6 +989,22 @@ fn work<W: Worker>(
         {
             break;
         }
+    }
+    if !failed {
+        let limit = shared.limit.load(Ordering::Relaxed);
+        let mut items = items_back.try_recv().unwrap_or_default();
+        let mut out = Emit {
+            key: tick_key(last_end.min(limit)),
+            items: &mut items,
+        };
+        if let Err(e) = worker.finish(&mut out) {
+            fail(shared, last_end.min(limit), e);
+        }
+        let _ = done_tx.send(Done {
+            worker: i,
+            items,
+            upto: u64::MAX,
+        });
     }
     (worker, stats)
 }
@@ -1011,8 +1074,6 @@ fn combine_items<T, C: FnMut(u64, T)>(
             let Some((seq, w)) = best else {
                 return;
             };
-            // Every worker with nothing queued must be past it (those before `w` on a
-            // tie must be past it too: their item at `seq` would come first).
             // Every worker with nothing queued must be past it; one with something
             // queued has it at or after `seq`, and a tie goes to the lower worker.
             let ready = queues

@@ -387,3 +387,119 @@ fn a_worker_error_stops_the_run_and_says_where() {
         assert!(error.to_string().contains("refused"));
     }
 }
+
+#[test]
+fn the_sorted_combiner_and_finish_match_one_thread() {
+    /// Emits each packet's (caplen, seq); at the end, its packet count.
+    #[derive(Default)]
+    struct Sizes(u64);
+    impl Worker for Sizes {
+        type Item = (u32, u64);
+        fn packet(&mut self, p: &Packet<'_>, out: &mut Emit<'_, (u32, u64)>) -> Result<(), Error> {
+            self.0 += 1;
+            let seq = out.seq();
+            out.emit((p.caplen() as u32, seq));
+            Ok(())
+        }
+        fn finish(&mut self, out: &mut Emit<'_, (u32, u64)>) -> Result<(), Error> {
+            // After every packet: the count, tagged with the run's packet total.
+            let total = out.seq();
+            out.emit((u32::MAX, total * 1_000_000 + self.0));
+            Ok(())
+        }
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let uri = generated(dir.path(), 12_000, "sorted.pcap.gz");
+    let (all, ..) = one_thread(&uri);
+    let total = all.len() as u64;
+    let mut want: Vec<(u32, u64)> = all.iter().map(|s| (s.3 as u32, s.0)).collect();
+    // Stable: equal sizes keep stream order.
+    want.sort_by_key(|x| x.0);
+    for workers in WORKERS {
+        let mut source = tracekit::open(&uri).unwrap();
+        let (done, items) = Parallel::new(workers)
+            .run_sorted(&mut source, |_| Sizes::default(), |x: &(u32, u64)| x.0)
+            .unwrap();
+        assert!(done.error.is_none());
+        let (packets, finished) = items.split_at(want.len());
+        assert!(packets == want.as_slice(), "{workers} workers");
+        // One finish item per worker, each with the run's total and its own count.
+        assert_eq!(finished.len(), workers);
+        let counts: u64 = finished
+            .iter()
+            .map(|&(_, v)| {
+                assert_eq!(v / 1_000_000, total);
+                v % 1_000_000
+            })
+            .sum();
+        assert_eq!(counts, total, "{workers} workers");
+        // In stream order, finish items come after every packet's.
+        let mut source = tracekit::open(&uri).unwrap();
+        let mut last_seq = Vec::new();
+        Parallel::new(workers)
+            .order(Order::Stream)
+            .run(
+                &mut source,
+                |_| Sizes::default(),
+                |seq, item| last_seq.push((seq, item.0)),
+            )
+            .unwrap();
+        assert!(last_seq.windows(2).all(|w| w[0].0 <= w[1].0));
+        assert!(last_seq[..all.len()].iter().all(|x| x.1 != u32::MAX));
+        assert!(
+            last_seq[all.len()..]
+                .iter()
+                .all(|x| x == &(total, u32::MAX))
+        );
+    }
+}
+
+#[test]
+fn a_long_gap_in_time_gets_one_tick() {
+    // Packets at 0.5 s, 1.5 s, 2.5 s, then 3,000,000.5 s and 3,000,001.5 s: with 1-second
+    // ticks, one per boundary up to 2 s, then one at 3,000,000 s (not three million),
+    // then one at 3,000,001 s.
+    let dir = tempfile::tempdir().unwrap();
+    let uri = dir.path().join("gap.pcap").to_str().unwrap().to_string();
+    let mut sink = tracekit::create(&uri, &CreateOptions::default()).unwrap();
+    let mut b = PacketBuilder::new();
+    b.ethernet(Ethernet::new([2, 0, 0, 0, 0, 1], [2, 0, 0, 0, 0, 2]));
+    b.ipv4(Ipv4::new([10, 0, 0, 1], [10, 0, 0, 2]));
+    b.udp(Udp::new(1, 2));
+    let frame = b.build();
+    for s in [0u32, 1, 2, 3_000_000, 3_000_001] {
+        let ts = tracekit::Timestamp::from_nanos(s, 500_000_000);
+        let meta = tracekit::Meta::new(ts, frame.len() as u32, tracekit::LinkType::ETHERNET);
+        sink.write_packet(&Packet::new(&frame, meta)).unwrap();
+    }
+    sink.finish().unwrap();
+    for workers in WORKERS {
+        #[derive(Default)]
+        struct Times(Vec<(u64, Option<u64>)>);
+        impl Worker for Times {
+            type Item = ();
+            fn packet(&mut self, _: &Packet<'_>, _: &mut Emit<'_, ()>) -> Result<(), Error> {
+                Ok(())
+            }
+            fn tick(&mut self, t: &Tick, _: &mut Emit<'_, ()>) -> Result<(), Error> {
+                self.0.push((t.packets, t.time));
+                Ok(())
+            }
+        }
+        let mut source = tracekit::open(&uri).unwrap();
+        let done = Parallel::new(workers)
+            .tick_every(TickEvery::TraceTime(1_000_000_000))
+            .run(&mut source, |_| Times::default(), |_, _| {})
+            .unwrap();
+        let s = 1_000_000_000u64;
+        let want = vec![
+            (1, Some(s)),
+            (2, Some(2 * s)),
+            (3, Some(3_000_000 * s)),
+            (4, Some(3_000_001 * s)),
+        ];
+        for w in &done.workers {
+            assert_eq!(w.0, want, "{workers} workers");
+        }
+    }
+}
