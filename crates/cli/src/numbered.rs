@@ -72,15 +72,33 @@ pub fn parallel<W: tracekit::parallel::Worker>(
     threads: usize,
     make: impl Fn(usize) -> W + Sync,
 ) -> Result<(Vec<W>, Ended, tracekit::parallel::RunStats)> {
+    run_parallel(
+        file,
+        filter,
+        tracekit::parallel::Parallel::new(threads),
+        make,
+        |_, _| {},
+    )
+}
+
+/// [`parallel`] with a run of the caller's making (ticks, order) and a combiner for
+/// what the workers emit.
+pub fn run_parallel<W: tracekit::parallel::Worker>(
+    file: &str,
+    filter: Option<&str>,
+    run: tracekit::parallel::Parallel,
+    make: impl Fn(usize) -> W + Sync,
+    combine: impl FnMut(u64, W::Item),
+) -> Result<(Vec<W>, Ended, tracekit::parallel::RunStats)> {
     let mut source = crate::open_source(file)?;
     if let Some(expr) = filter {
         source = source
             .with_filter(expr)
             .with_context(|| format!("filter '{expr}'"))?;
     }
-    let done = tracekit::parallel::Parallel::new(threads)
+    let done = run
         .stop_flag(crate::ctrl_c_stop().flag())
-        .run(&mut source, make, |_, _| {})?;
+        .run(&mut source, make, combine)?;
     let ended = Ended {
         read: done.stats.packets,
         error: done.error,

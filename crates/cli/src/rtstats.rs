@@ -6,6 +6,7 @@ use std::io::Write;
 use anyhow::{Result, bail};
 use clap::{Args, ValueEnum};
 use tracekit::Packet;
+use tracekit::parallel::Emit;
 
 use crate::Outcome;
 use crate::numbered;
@@ -43,6 +44,15 @@ pub struct RtstatsArgs {
     /// Same as `--format json`.
     #[arg(long)]
     json: bool,
+    /// Worker threads beside the reading thread (0: one per core but the reader's; 1, the
+    /// default: everything on one thread). Packets are spread round-robin and every
+    /// worker's counts are added up at each interval's end: the rows are those of one
+    /// thread.
+    #[arg(long, default_value_t = 1, value_parser = crate::parse_workers)]
+    threads: usize,
+    /// Print the parallel run's figures (packets per worker, waits) to stderr.
+    #[arg(long)]
+    stats: bool,
     /// Trace file (`-` for standard input).
     file: String,
 }
@@ -54,10 +64,21 @@ enum RowFormat {
     Json,
 }
 
-/// The longest run of empty intervals printed as zero rows.
-const MAX_EMPTY: u64 = 1_000_000;
+/// The longest run of empty intervals printed as zero rows (the parallel run's ticks
+/// fold longer gaps the same way).
+const MAX_EMPTY: u64 = tracekit::parallel::MAX_EMPTY_TICKS;
+
+/// Says that a gap of `empty` intervals before `start` was not spelled out.
+fn skipped(empty: u64, start: u64) {
+    eprintln!(
+        "tracekit rtstats: {} empty intervals skipped before {}",
+        empty,
+        timefmt::decimal_seconds(start)
+    );
+}
 
 /// How rows are cut.
+#[derive(Clone, Copy)]
 enum Cut {
     /// By time: interval length in ns.
     Interval(u64),
@@ -210,6 +231,9 @@ pub fn run(args: RtstatsArgs) -> Result<Outcome> {
         columns: filters.len() + 1,
     };
     printer.header(&args.filters)?;
+    if numbered::is_parallel(args.threads) {
+        return run_parallel(&args, cut, filters, printer);
+    }
     let mut row = Row {
         start_ns: 0,
 
@@ -243,11 +267,7 @@ pub fn run(args: RtstatsArgs) -> Result<Outcome> {
                     printer.row(&row)?;
                     let empty = (start - row.start_ns) / len - 1;
                     if empty > MAX_EMPTY {
-                        eprintln!(
-                            "tracekit rtstats: {} empty intervals skipped before {}",
-                            empty,
-                            timefmt::decimal_seconds(start)
-                        );
+                        skipped(empty, start);
                         row.reset(start);
                     } else {
                         row.reset(row.start_ns + len);
@@ -276,6 +296,240 @@ pub fn run(args: RtstatsArgs) -> Result<Outcome> {
     }
     printer.end()?;
     drop(printer);
+    if let Some(e) = ended.error {
+        eprintln!(
+            "tracekit rtstats: {e}\ntracekit rtstats: {}: the rows above cover the {} packets before the damage",
+            args.file, ended.read
+        );
+        return Ok(Outcome::Failed);
+    }
+    Ok(Outcome::Ok)
+}
+
+/// A parallel worker: its share of the open row's counts (total first, then per filter).
+struct RtWorker {
+    index: usize,
+    cut: Cut,
+    filters: Vec<tracekit::Filter>,
+    counts: Vec<(u64, u64)>,
+    started: bool,
+    /// Ticks seen: the open row's number.
+    ticks: u64,
+}
+
+/// What a worker emits.
+enum RtItem {
+    /// A row starts at this packet's time stamp (the first packet of a worker, and with
+    /// `--count` every packet that opens a row).
+    Start(u64),
+    /// The worker's counts of row `row` (the rows are numbered by the ticks that close
+    /// them), and the next row's start when a tick by time closed it. A worker sends
+    /// only rows it counted packets in (worker 0 also the last row, so that it is
+    /// printed); a row nobody sent is empty.
+    Counts {
+        row: u64,
+        next: Option<u64>,
+        counts: Vec<(u64, u64)>,
+    },
+}
+
+impl RtWorker {
+    fn send(&mut self, next: Option<u64>, last: bool, out: &mut Emit<'_, RtItem>) {
+        let counted = self.counts[0].0 > 0;
+        if counted || (last && self.index == 0) {
+            let zero = vec![(0, 0); self.counts.len()];
+            out.emit(RtItem::Counts {
+                row: self.ticks,
+                next,
+                counts: std::mem::replace(&mut self.counts, zero),
+            });
+        }
+    }
+}
+
+impl tracekit::parallel::Worker for RtWorker {
+    type Item = RtItem;
+
+    fn packet(
+        &mut self,
+        p: &Packet<'_>,
+        out: &mut Emit<'_, RtItem>,
+    ) -> Result<(), tracekit::Error> {
+        let ts = p.ts().as_unix_nanos();
+        let opens = match self.cut {
+            Cut::Count(n) => out.seq().is_multiple_of(n),
+            Cut::Interval(_) => !self.started,
+        };
+        if opens {
+            out.emit(RtItem::Start(ts));
+            self.started = true;
+        }
+        let bytes = u64::from(p.wire_len());
+        self.counts[0].0 += 1;
+        self.counts[0].1 += bytes;
+        for (f, c) in self.filters.iter_mut().zip(&mut self.counts[1..]) {
+            if f.matches(p)? {
+                c.0 += 1;
+                c.1 += bytes;
+            }
+        }
+        Ok(())
+    }
+
+    fn tick(
+        &mut self,
+        tick: &tracekit::parallel::Tick,
+        out: &mut Emit<'_, RtItem>,
+    ) -> Result<(), tracekit::Error> {
+        self.send(tick.time, false, out);
+        self.ticks = tick.index + 1;
+        Ok(())
+    }
+
+    fn finish(&mut self, out: &mut Emit<'_, RtItem>) -> Result<(), tracekit::Error> {
+        self.send(None, true, out);
+        Ok(())
+    }
+}
+
+/// Counts of a row sent at one stream position: (row, next row's start, counts).
+type Pending = (u64, Option<u64>, Vec<(u64, u64)>);
+
+/// The combiner: adds the workers' counts of each row up and prints the rows in order,
+/// the empty ones between included.
+struct Rows<W: Write> {
+    printer: Printer<W>,
+    cut: Cut,
+    /// The open row's start; `None` before the first packet.
+    start: Option<u64>,
+    /// The open row's number.
+    row: u64,
+    /// Counts sent at the current stream position, by row: (row, next start, counts).
+    pending: Vec<Pending>,
+    pending_seq: u64,
+    error: Option<std::io::Error>,
+}
+
+impl<W: Write> Rows<W> {
+    fn item(&mut self, seq: u64, item: RtItem) {
+        match item {
+            RtItem::Counts { row, next, counts } => {
+                if seq != self.pending_seq {
+                    self.flush();
+                    self.pending_seq = seq;
+                }
+                match self.pending.binary_search_by_key(&row, |p| p.0) {
+                    Ok(at) => {
+                        for (s, c) in self.pending[at].2.iter_mut().zip(&counts) {
+                            s.0 += c.0;
+                            s.1 += c.1;
+                        }
+                        self.pending[at].1 = self.pending[at].1.or(next);
+                    }
+                    Err(at) => self.pending.insert(at, (row, next, counts)),
+                }
+            }
+            RtItem::Start(ts) => {
+                self.flush();
+                match self.cut {
+                    Cut::Count(_) => self.start = Some(ts),
+                    Cut::Interval(len) => {
+                        self.start.get_or_insert(ts - ts % len);
+                    }
+                }
+            }
+        }
+    }
+
+    fn print(&mut self, row: &Row) {
+        if self.error.is_none()
+            && let Err(e) = self.printer.row(row)
+        {
+            self.error = Some(e);
+        }
+    }
+
+    /// Prints the rows the pending counts close, and the empty ones before each.
+    fn flush(&mut self) {
+        for (row, next, counts) in std::mem::take(&mut self.pending) {
+            let Some(mut start) = self.start else {
+                continue;
+            };
+            if let Cut::Interval(len) = self.cut {
+                let mut empty = Row {
+                    start_ns: start,
+                    counts: vec![(0, 0); counts.len()],
+                };
+                while self.row < row {
+                    empty.start_ns = start;
+                    self.print(&empty);
+                    start += len;
+                    self.row += 1;
+                }
+            }
+            self.print(&Row {
+                start_ns: start,
+                counts,
+            });
+            self.row = row + 1;
+            self.start = Some(start);
+            if let (Cut::Interval(len), Some(next)) = (self.cut, next) {
+                let empty = (next - start) / len - 1;
+                if empty > MAX_EMPTY {
+                    skipped(empty, next);
+                }
+                self.start = Some(next);
+            }
+        }
+    }
+}
+/// `rtstats --threads`: workers count, ticks cut the rows, the combiner adds up.
+fn run_parallel<W: Write>(
+    args: &RtstatsArgs,
+    cut: Cut,
+    filters: Vec<tracekit::Filter>,
+    printer: Printer<W>,
+) -> Result<Outcome> {
+    let columns = filters.len() + 1;
+    let every = match cut {
+        Cut::Interval(len) => tracekit::parallel::TickEvery::TraceTime(len),
+        Cut::Count(n) => tracekit::parallel::TickEvery::Packets(n),
+    };
+    let run = tracekit::parallel::Parallel::new(args.threads)
+        .distribution(tracekit::parallel::Distribution::RoundRobin)
+        .tick_every(every)
+        .order(tracekit::parallel::Order::Stream);
+    let mut rows = Rows {
+        printer,
+        cut,
+        start: None,
+        row: 0,
+        pending: Vec::new(),
+        pending_seq: 0,
+        error: None,
+    };
+    let (_, ended, stats) = numbered::run_parallel(
+        &args.file,
+        None,
+        run,
+        |index| RtWorker {
+            index,
+            cut,
+            filters: filters.clone(),
+            counts: vec![(0, 0); columns],
+            started: false,
+            ticks: 0,
+        },
+        |seq, item| rows.item(seq, item),
+    )?;
+    rows.flush();
+    if let Some(e) = rows.error {
+        return Err(e.into());
+    }
+    rows.printer.end()?;
+    if args.stats {
+        eprintln!("tracekit rtstats: {stats}");
+    }
     if let Some(e) = ended.error {
         eprintln!(
             "tracekit rtstats: {e}\ntracekit rtstats: {}: the rows above cover the {} packets before the damage",

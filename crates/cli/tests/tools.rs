@@ -830,12 +830,14 @@ fn every_tool_ends_quietly_on_a_closed_stdout() {
 }
 
 #[test]
-fn ports_and_stats_give_the_same_figures_on_any_number_of_threads() {
+fn ports_stats_and_rtstats_give_the_same_figures_on_any_number_of_threads() {
     for name in [
         "libtrace__fragtest.erf.gz",
         "libtrace__vlan.pcap.bz2",
         "ndpi__sites.pcapng",
         "corrupt__100_packets_truncated.pcapng",
+        "pcapnggen__test202_le.pcapng",
+        "zeek__ipv6-http-atomic-frag.pcap",
     ] {
         let path = corpus(name);
         if !path.exists() {
@@ -859,6 +861,13 @@ fn ports_and_stats_give_the_same_figures_on_any_number_of_threads() {
             &["ports", "-f", "tcp", "--json"][..],
             &["stats", "--json"][..],
             &["stats", "-f", "tcp", "-f", "udp port 53", "--json"][..],
+            // Rows cut by time (intervals far shorter than the gaps: many empty rows; time
+            // stamps that go back) and by packet count, the workers' counts added up.
+            &[
+                "rtstats", "-i", "0.01", "-f", "tcp", "-f", "udp", "--format", "csv",
+            ][..],
+            &["rtstats", "-i", "1", "--json"][..],
+            &["rtstats", "-c", "7", "-f", "icmp or icmp6", "--json"][..],
         ] {
             let one = run(args, "1");
             assert!(!one.1.is_empty(), "{name} {args:?}: {}", one.2);
@@ -876,5 +885,68 @@ fn ports_and_stats_give_the_same_figures_on_any_number_of_threads() {
                 );
             }
         }
+    }
+}
+
+#[test]
+fn rtstats_skips_long_gaps_alike_on_one_thread_and_on_many() {
+    // Packets 1 s apart, then one 2,500,000 s later (more than a million empty
+    // intervals: skipped with a message), then 3 s later (two empty rows).
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("gap.pcap");
+    let mut sink = tracekit::create(path.to_str().unwrap(), &CreateOptions::default()).unwrap();
+    let mut b = PacketBuilder::new();
+    b.ethernet(Ethernet::new([2, 0, 0, 0, 0, 1], [2, 0, 0, 0, 0, 2]));
+    b.ipv4(Ipv4::new([10, 0, 0, 1], [10, 0, 0, 2]));
+    b.udp(Udp::new(1, 2));
+    let frame = b.build();
+    for (i, s) in [0u32, 1, 1, 2, 2_500_002, 2_500_005]
+        .into_iter()
+        .enumerate()
+    {
+        let meta = Meta::new(
+            Timestamp::from_nanos(1_600_000_000 + s, 1000 * i as u32),
+            frame.len() as u32,
+            LinkType::ETHERNET,
+        );
+        sink.write_packet(&Packet::new(&frame, meta)).unwrap();
+    }
+    sink.finish().unwrap();
+    let run = |threads: &str| {
+        let out = run_ok(
+            tracekit()
+                .args([
+                    "rtstats",
+                    "-i",
+                    "1",
+                    "--format",
+                    "csv",
+                    "--threads",
+                    threads,
+                ])
+                .arg(&path),
+        );
+        (
+            String::from_utf8(out.stdout).unwrap(),
+            String::from_utf8(out.stderr).unwrap(),
+        )
+    };
+    let (rows, message) = run("1");
+    let counts: Vec<&str> = rows
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').nth(2).unwrap())
+        .collect();
+    assert_eq!(counts, ["1", "2", "1", "1", "0", "0", "1"], "{rows}");
+    assert!(
+        message.contains("2499999 empty intervals skipped before 1602500002"),
+        "{message}"
+    );
+    for threads in ["2", "3", "8"] {
+        assert_eq!(
+            run(threads),
+            (rows.clone(), message.clone()),
+            "{threads} threads"
+        );
     }
 }

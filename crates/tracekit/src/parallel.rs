@@ -62,7 +62,11 @@ pub trait Worker: Send {
     /// One packet, in stream order among this worker's packets.
     fn packet(&mut self, packet: &Packet<'_>, out: &mut Emit<'_, Self::Item>) -> Result<(), Error>;
 
-    /// A tick: every worker gets every tick, at the same point of the packet stream.
+    /// A tick: every worker gets every tick, at the same point of the packet stream. A
+    /// gap in the time stamps brings up to [`MAX_EMPTY_TICKS`] ticks in a row at one
+    /// point: emit little or nothing for an interval with no packets (the combiner can
+    /// tell an empty interval by its missing items), or what is emitted is kept until
+    /// the batch is done.
     fn tick(&mut self, tick: &Tick, out: &mut Emit<'_, Self::Item>) -> Result<(), Error> {
         let _ = (tick, out);
         Ok(())
@@ -490,12 +494,32 @@ impl Slot {
     }
 }
 
+/// Ticks in a row at one point of the stream: the first, and how many (each next one's
+/// index one more and its time `step` later). A gap in the time stamps is one entry, not
+/// one per empty interval, so a batch's lists stay as long as its packets.
+#[derive(Clone, Copy)]
+struct TickRun {
+    first: Tick,
+    count: u64,
+    step: u64,
+}
+
+impl TickRun {
+    fn ticks(&self) -> impl Iterator<Item = Tick> + '_ {
+        (0..self.count).map(|j| Tick {
+            index: self.first.index + j,
+            packets: self.first.packets,
+            time: self.first.time.map(|t| t + j * self.step),
+        })
+    }
+}
+
 /// A worker's share of one buffer: the buffer, its packets in it, and the ticks that
 /// come before the packet at each index.
 struct Batch {
     block: Arc<Vec<u8>>,
     slots: Vec<Slot>,
-    ticks: Vec<(usize, Tick)>,
+    ticks: Vec<(usize, TickRun)>,
     /// Packets before this number have all been dealt.
     end_seq: u64,
 }
@@ -504,7 +528,7 @@ struct Batch {
 #[derive(Default)]
 struct Lists {
     slots: Vec<Slot>,
-    ticks: Vec<(usize, Tick)>,
+    ticks: Vec<(usize, TickRun)>,
 }
 
 /// A worker's items for one batch (with their order keys), and its progress.
@@ -670,12 +694,7 @@ impl Ticker {
     fn before(&mut self, seq: u64, ts: u64, dealer: &mut Dealer<'_>) {
         match self.every {
             Some(TickEvery::Packets(every)) if seq > 0 && seq.is_multiple_of(every) => {
-                dealer.tick(Tick {
-                    index: self.ticks,
-                    packets: seq,
-                    time: None,
-                });
-                self.ticks += 1;
+                self.run(seq, None, 1, 0, dealer);
             }
             Some(TickEvery::TraceTime(len)) => {
                 let k = ts / len;
@@ -690,14 +709,7 @@ impl Ticker {
                         } else {
                             current + 1
                         };
-                        for b in first..=k {
-                            dealer.tick(Tick {
-                                index: self.ticks,
-                                packets: seq,
-                                time: Some(b * len),
-                            });
-                            self.ticks += 1;
-                        }
+                        self.run(seq, Some(first * len), k - first + 1, len, dealer);
                         self.interval = Some(k);
                     }
                     Some(_) => {}
@@ -705,6 +717,20 @@ impl Ticker {
             }
             _ => {}
         }
+    }
+
+    /// `count` ticks before packet `seq`, the first at `time`, each next `step` later.
+    fn run(&mut self, seq: u64, time: Option<u64>, count: u64, step: u64, dealer: &mut Dealer<'_>) {
+        dealer.tick(TickRun {
+            first: Tick {
+                index: self.ticks,
+                packets: seq,
+                time,
+            },
+            count,
+            step,
+        });
+        self.ticks += count;
     }
 }
 
@@ -724,7 +750,7 @@ struct Dealer<'a> {
 }
 
 impl Dealer<'_> {
-    fn tick(&mut self, tick: Tick) {
+    fn tick(&mut self, tick: TickRun) {
         for p in &mut self.pending {
             p.ticks.push((p.slots.len(), tick));
         }
@@ -937,9 +963,9 @@ fn work<W: Worker>(
             let mut ticks = batch.ticks.iter().peekable();
             for (i, slot) in batch.slots.iter().enumerate() {
                 // The ticks that come before this packet.
-                while let Some((_, tick)) = ticks.next_if(|(at, _)| *at == i) {
-                    if let Err(e) = run_tick(&mut worker, tick, &mut items, limit) {
-                        fail(shared, tick.packets, e);
+                while let Some((_, run)) = ticks.next_if(|(at, _)| *at == i) {
+                    if let Err((at, e)) = run_ticks(&mut worker, run, &mut items, limit) {
+                        fail(shared, at, e);
                         failed = true;
                         break;
                     }
@@ -961,9 +987,9 @@ fn work<W: Worker>(
             }
             // Ticks after the batch's last packet.
             if !failed {
-                for (_, tick) in ticks {
-                    if let Err(e) = run_tick(&mut worker, tick, &mut items, limit) {
-                        fail(shared, tick.packets, e);
+                for (_, run) in ticks {
+                    if let Err((at, e)) = run_ticks(&mut worker, run, &mut items, limit) {
+                        fail(shared, at, e);
                         failed = true;
                         break;
                     }
@@ -1009,21 +1035,26 @@ fn work<W: Worker>(
     (worker, stats)
 }
 
-/// A tick for a worker, unless the run stopped before it.
-fn run_tick<W: Worker>(
+/// A run of ticks for a worker, unless the run stopped before it; an error with the
+/// packet it came before.
+fn run_ticks<W: Worker>(
     worker: &mut W,
-    tick: &Tick,
+    run: &TickRun,
     items: &mut Vec<(u64, W::Item)>,
     limit: u64,
-) -> Result<(), Error> {
-    if tick.packets >= limit {
+) -> Result<(), (u64, Error)> {
+    let at = run.first.packets;
+    if at >= limit {
         return Ok(());
     }
-    let mut out = Emit {
-        key: tick_key(tick.packets),
-        items,
-    };
-    worker.tick(tick, &mut out)
+    for tick in run.ticks() {
+        let mut out = Emit {
+            key: tick_key(at),
+            items,
+        };
+        worker.tick(&tick, &mut out).map_err(|e| (at, e))?;
+    }
+    Ok(())
 }
 
 /// Records a worker's error at packet `seq` (the earliest wins) and stops the run.
