@@ -10,7 +10,7 @@ use tracekit::decode::Decoded;
 use tracekit::decode::dump::write_layers;
 
 use crate::Outcome;
-use crate::numbered::each_packet;
+use crate::numbered::{self, each_packet};
 use crate::timefmt;
 
 /// Print every layer of every packet in readable form (like `tracepktdump` or
@@ -28,6 +28,11 @@ pub struct DumpArgs {
     /// Also print the captured bytes in hex.
     #[arg(short = 'x', long)]
     hex: bool,
+    /// Worker threads beside the reading thread (0: one per core but the reader's; 1, the
+    /// default: everything on one thread). Packets are decoded in parallel and printed
+    /// in file order: the output is that of one thread.
+    #[arg(long, default_value_t = 1, value_parser = crate::parse_workers)]
+    threads: usize,
     /// Trace file (`-` for standard input).
     file: String,
 }
@@ -41,41 +46,29 @@ pub fn run(args: DumpArgs) -> Result<Outcome> {
     if args.count == Some(0) {
         return Ok(Outcome::Ok);
     }
-    let ended = each_packet(&args.file, args.filter.as_deref(), |number, packet| {
-        shown += 1;
-        text.clear();
-        let m = packet.meta();
-        let _ = writeln!(
-            text,
-            "Packet {number}: {} caplen {} wire {} link {}{}",
-            timefmt::utc(m.ts),
-            packet.caplen(),
-            m.wire_len,
-            m.link,
-            if m.interface != 0 {
-                format!(" interface {}", m.interface)
-            } else {
-                String::new()
+    let hex = args.hex;
+    let ended = if numbered::is_parallel(args.threads) && !live {
+        numbered::ordered_text(
+            &args.file,
+            args.filter.as_deref(),
+            args.threads,
+            args.count,
+            |number, packet, text| format_packet(text, number, packet, hex),
+            &mut out,
+        )?
+        .0
+    } else {
+        each_packet(&args.file, args.filter.as_deref(), |number, packet| {
+            shown += 1;
+            text.clear();
+            format_packet(&mut text, number, packet, hex);
+            out.write_all(text.as_bytes())?;
+            if live {
+                out.flush()?;
             }
-        );
-        let d = Decoded::new(packet);
-        let _ = write_layers(&mut text, &d, "  ");
-        if args.hex {
-            for (i, chunk) in packet.data().chunks(16).enumerate() {
-                let _ = write!(text, "  {:04x}: ", i * 16);
-                for b in chunk {
-                    let _ = write!(text, "{b:02x} ");
-                }
-                text.push('\n');
-            }
-        }
-        text.push('\n');
-        out.write_all(text.as_bytes())?;
-        if live {
-            out.flush()?;
-        }
-        Ok(args.count.is_none_or(|c| shown < c))
-    })?;
+            Ok(args.count.is_none_or(|c| shown < c))
+        })?
+    };
     out.flush()?;
     match ended.error {
         Some(e) => {
@@ -87,4 +80,34 @@ pub fn run(args: DumpArgs) -> Result<Outcome> {
         }
         None => Ok(Outcome::Ok),
     }
+}
+
+/// One packet's text: a summary line, its layers, its bytes in hex with `hex`.
+fn format_packet(text: &mut String, number: u64, packet: &tracekit::Packet<'_>, hex: bool) {
+    let m = packet.meta();
+    let _ = writeln!(
+        text,
+        "Packet {number}: {} caplen {} wire {} link {}{}",
+        timefmt::utc(m.ts),
+        packet.caplen(),
+        m.wire_len,
+        m.link,
+        if m.interface != 0 {
+            format!(" interface {}", m.interface)
+        } else {
+            String::new()
+        }
+    );
+    let d = Decoded::new(packet);
+    let _ = write_layers(text, &d, "  ");
+    if hex {
+        for (i, chunk) in packet.data().chunks(16).enumerate() {
+            let _ = write!(text, "  {:04x}: ", i * 16);
+            for b in chunk {
+                let _ = write!(text, "{b:02x} ");
+            }
+            text.push('\n');
+        }
+    }
+    text.push('\n');
 }

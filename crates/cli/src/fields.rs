@@ -9,7 +9,7 @@ use tracekit::decode::Decoded;
 use tracekit::decode::fields::{Field, write_field};
 
 use crate::Outcome;
-use crate::numbered::each_packet;
+use crate::numbered::{self, each_packet};
 
 /// Print the named fields of every packet, one line per packet, like `tshark -T fields`.
 ///
@@ -30,6 +30,11 @@ pub struct FieldsArgs {
     /// those of the file).
     #[arg(short = 'f', long = "filter", value_name = "EXPR")]
     filter: Option<String>,
+    /// Worker threads beside the reading thread (0: one per core but the reader's; 1, the
+    /// default: everything on one thread). Lines are formatted in parallel and written
+    /// in file order: the output is that of one thread.
+    #[arg(long, default_value_t = 1, value_parser = crate::parse_workers)]
+    threads: usize,
     /// Trace file (`-` for standard input).
     file: String,
 }
@@ -65,18 +70,24 @@ pub fn run(args: FieldsArgs) -> Result<Outcome> {
         let names: Vec<&str> = fields.iter().map(|f| f.name()).collect();
         writeln!(out, "{}", names.join(&args.separator))?;
     }
-    let mut line = String::with_capacity(256);
     let live = crate::is_live(&args.file);
+    if numbered::is_parallel(args.threads) && !live {
+        let separator = args.separator.as_str();
+        let (ended, _) = numbered::ordered_text(
+            &args.file,
+            args.filter.as_deref(),
+            args.threads,
+            None,
+            |number, packet, line| format_line(line, &fields, separator, number, packet),
+            &mut out,
+        )?;
+        out.flush()?;
+        return finish(&args, ended);
+    }
+    let mut line = String::with_capacity(256);
     let ended = each_packet(&args.file, args.filter.as_deref(), |number, packet| {
-        let d = Decoded::new(packet);
         line.clear();
-        for (i, field) in fields.iter().enumerate() {
-            if i > 0 {
-                line.push_str(&args.separator);
-            }
-            write_field(&mut line, *field, number, packet, &d);
-        }
-        line.push('\n');
+        format_line(&mut line, &fields, &args.separator, number, packet);
         out.write_all(line.as_bytes())?;
         if live {
             out.flush()?;
@@ -84,6 +95,28 @@ pub fn run(args: FieldsArgs) -> Result<Outcome> {
         Ok(true)
     })?;
     out.flush()?;
+    finish(&args, ended)
+}
+
+/// One packet's line.
+fn format_line(
+    line: &mut String,
+    fields: &[Field],
+    separator: &str,
+    number: u64,
+    packet: &tracekit::Packet<'_>,
+) {
+    let d = Decoded::new(packet);
+    for (i, field) in fields.iter().enumerate() {
+        if i > 0 {
+            line.push_str(separator);
+        }
+        write_field(line, *field, number, packet, &d);
+    }
+    line.push('\n');
+}
+
+fn finish(args: &FieldsArgs, ended: numbered::Ended) -> Result<Outcome> {
     match ended.error {
         Some(e) => {
             eprintln!(

@@ -99,9 +99,118 @@ pub fn run_parallel<W: tracekit::parallel::Worker>(
     let done = run
         .stop_flag(crate::ctrl_c_stop().flag())
         .run(&mut source, make, combine)?;
+    // A worker's error stops the run at its packet: the ones before it count.
+    let read = done
+        .error
+        .as_ref()
+        .and_then(|e| e.packet())
+        .map_or(done.stats.packets, |p| {
+            done.stats.packets.min(p.saturating_sub(1))
+        });
     let ended = Ended {
-        read: done.stats.packets,
+        read,
         error: done.error,
     };
     Ok((done.workers, ended, done.stats))
+}
+
+/// A worker of [`ordered_text`]: formats its packets into strings recycled by the
+/// writer.
+struct TextWorker<'a, F> {
+    index: usize,
+    filter: Option<Filter>,
+    format: &'a F,
+    spare: std::sync::mpsc::Receiver<String>,
+}
+
+impl<F> tracekit::parallel::Worker for TextWorker<'_, F>
+where
+    F: Fn(u64, &Packet<'_>, &mut String) + Sync,
+{
+    type Item = (usize, String);
+
+    fn packet(
+        &mut self,
+        packet: &Packet<'_>,
+        out: &mut tracekit::parallel::Emit<'_, (usize, String)>,
+    ) -> Result<(), tracekit::Error> {
+        if let Some(f) = self.filter.as_mut()
+            && !f.matches(packet)?
+        {
+            return Ok(());
+        }
+        let mut text = self.spare.try_recv().unwrap_or_default();
+        text.clear();
+        (self.format)(out.seq() + 1, packet, &mut text);
+        out.emit((self.index, text));
+        Ok(())
+    }
+}
+
+/// Strings in flight back to each worker, at most.
+const SPARE_TEXTS: usize = 4096;
+
+/// `fields`/`dump --threads`: `format(number, packet, text)` runs on `threads` workers
+/// for every packet of `file` that `filter` keeps (numbers are the file's, from 1), and
+/// the texts are written to `out` in file order, at most `limit` of them. Strings go back
+/// to the workers that made them: nothing is allocated per packet once they circulate.
+/// Returns how the read ended and the texts written.
+pub fn ordered_text<F>(
+    file: &str,
+    filter: Option<&str>,
+    threads: usize,
+    limit: Option<u64>,
+    format: F,
+    out: &mut impl std::io::Write,
+) -> Result<(Ended, u64)>
+where
+    F: Fn(u64, &Packet<'_>, &mut String) + Sync,
+{
+    let filter = filter.map(compile).transpose()?;
+    let run = tracekit::parallel::Parallel::new(threads)
+        .distribution(tracekit::parallel::Distribution::RoundRobin)
+        .order(tracekit::parallel::Order::Stream);
+    let n = run.workers();
+    let (back, spares): (Vec<_>, Vec<_>) = (0..n)
+        .map(|_| std::sync::mpsc::sync_channel::<String>(SPARE_TEXTS))
+        .unzip();
+    let spares = std::sync::Mutex::new(spares.into_iter().map(Some).collect::<Vec<_>>());
+    let stop = crate::ctrl_c_stop();
+    let mut written = 0u64;
+    let mut error = None;
+    let (_, ended, _) = run_parallel(
+        file,
+        None,
+        run,
+        |index| TextWorker {
+            index,
+            filter: filter.clone(),
+            format: &format,
+            spare: spares.lock().expect("spares")[index]
+                .take()
+                .expect("one worker per index"),
+        },
+        |_, (worker, text)| {
+            if error.is_none() && limit.is_none_or(|l| written < l) {
+                match out.write_all(text.as_bytes()) {
+                    Ok(()) => written += 1,
+                    Err(e) => error = Some(e),
+                }
+                if error.is_some() || limit.is_some_and(|l| written >= l) {
+                    // Enough: stop reading (what is in flight is dropped).
+                    stop.stop();
+                }
+            }
+            let _ = back[worker].try_send(text);
+        },
+    )?;
+    if let Some(e) = error {
+        return Err(e.into());
+    }
+    let mut ended = ended;
+    if limit.is_some_and(|l| written >= l) {
+        // Done before whatever the reader met after.
+        ended.error = None;
+    }
+    Ok((ended, written))
 }

@@ -178,11 +178,13 @@ impl std::fmt::Debug for Distribution {
 /// In which order the combiner is handed the workers' items.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Order {
-    /// As they come.
+    /// As they come (after a worker's error, items of later packets that other workers
+    /// had already processed may have come too).
     #[default]
     Arrival,
     /// In packet-stream order (the order one thread would have produced them; items of
-    /// the same tick in worker order): a merge of the workers' ordered streams.
+    /// the same tick in worker order): a merge of the workers' ordered streams. After a
+    /// worker's error, exactly the items of the packets before the failing one.
     Stream,
 }
 
@@ -418,7 +420,7 @@ impl Parallel {
             }
             drop(done_tx);
             drop(spare_tx);
-            combine_items(n, order, &done_rx, &items_back_tx, &mut combine);
+            combine_items(n, order, &done_rx, &items_back_tx, &mut combine, shared);
             let (stats, read_error) = reader.join().unwrap_or_else(|_| {
                 (
                     RunStats::default(),
@@ -1075,6 +1077,7 @@ fn combine_items<T, C: FnMut(u64, T)>(
     done_rx: &Receiver<Done<T>>,
     back: &[SyncSender<Vec<(u64, T)>>],
     combine: &mut C,
+    shared: &Shared,
 ) {
     if order == Order::Arrival {
         while let Ok(done) = done_rx.recv() {
@@ -1115,7 +1118,11 @@ fn combine_items<T, C: FnMut(u64, T)>(
                 return;
             }
             if let Some((key, item)) = queues[w].pop_front() {
-                combine(key >> 1, item);
+                // Nothing of a packet at or after one a worker failed on (the failing
+                // worker's limit is set before its last items come, so this is exact).
+                if key < packet_key(shared.limit.load(Ordering::Relaxed)) {
+                    combine(key >> 1, item);
+                }
             }
         }
     };

@@ -367,11 +367,13 @@ fn ticks_come_at_the_same_point_for_every_worker() {
 fn a_worker_error_stops_the_run_and_says_where() {
     struct FailAt(u64);
     impl Worker for FailAt {
-        type Item = ();
-        fn packet(&mut self, _: &Packet<'_>, out: &mut Emit<'_, ()>) -> Result<(), Error> {
+        type Item = u64;
+        fn packet(&mut self, _: &Packet<'_>, out: &mut Emit<'_, u64>) -> Result<(), Error> {
             if out.seq() == self.0 {
                 return Err(Error::invalid_argument("this packet is refused"));
             }
+            let seq = out.seq();
+            out.emit(seq);
             Ok(())
         }
     }
@@ -379,9 +381,13 @@ fn a_worker_error_stops_the_run_and_says_where() {
     let uri = generated(dir.path(), 5_000, "fail.pcap");
     for workers in WORKERS {
         let mut source = tracekit::open(&uri).unwrap();
+        let mut got = Vec::new();
         let done = Parallel::new(workers)
-            .run(&mut source, |_| FailAt(1234), |_, _| {})
+            .order(Order::Stream)
+            .run(&mut source, |_| FailAt(1234), |_, seq| got.push(seq))
             .unwrap();
+        // In stream order, exactly the packets before the failing one.
+        assert!(got == (0..1234).collect::<Vec<u64>>(), "{workers} workers");
         let error = done.error.expect("the worker's error");
         assert_eq!(error.packet(), Some(1235), "{workers} workers: {error}");
         assert!(error.to_string().contains("refused"));
