@@ -345,6 +345,90 @@ impl Parallel {
         Ok((done, items))
     }
 
+    /// Runs one worker per member of `members` — the sockets of a live fan-out group,
+    /// where the kernel already spreads packets by flow, or a card's streams — each on a
+    /// thread of its own that reads its member directly: packets are lent from the
+    /// member's ring to the worker, with no reader thread and no copy. The worker count
+    /// is the member count; the same [`Worker`] as for files.
+    ///
+    /// What differs from [`run`](Self::run): there is no single packet stream, so
+    /// items reach `combine` as they come ([`Order::Arrival`], whatever the run's order;
+    /// the `seq` handed with them is the member's own packet number), and ticks count
+    /// each member's own packets or time stamps. A worker sends its items every 256
+    /// items, or with its next packet once 50 ms have passed, and at the end.
+    ///
+    /// **Stopping.** A live member ends when it is stopped: give every member the stop
+    /// handle whose flag is this run's [`stop_flag`](Self::stop_flag) (for AF_PACKET,
+    /// `set_stop_handle`), and a worker's error or a member's read error stops all of
+    /// them through that flag. [`Finished::error`] is the first error, with the member's
+    /// packet number.
+    pub fn run_members<S, W, F, C>(
+        &self,
+        members: Vec<S>,
+        make: F,
+        mut combine: C,
+    ) -> Result<Finished<W>, Error>
+    where
+        S: CaptureSource + Send,
+        W: Worker,
+        F: Fn(usize) -> W + Sync,
+        C: FnMut(u64, W::Item),
+    {
+        let n = members.len();
+        if n == 0 || n > MAX_WORKERS {
+            return Err(Error::invalid_argument(format!(
+                "a parallel run takes 1 to {MAX_WORKERS} members, not {n}"
+            )));
+        }
+        let stop = self.stop.clone().unwrap_or_default();
+        let shared = Shared {
+            stop: stop.clone(),
+            halt: AtomicBool::new(false),
+            limit: AtomicU64::new(u64::MAX),
+            worker_error: Mutex::new(None),
+        };
+        let (done_tx, done_rx) = sync_channel::<Done<W::Item>>(QUEUE * n);
+        let (back_tx, back_rx): (Vec<_>, Vec<_>) = (0..n)
+            .map(|_| sync_channel::<Vec<(u64, W::Item)>>(QUEUE + 1))
+            .unzip();
+        let (shared, make, tick) = (&shared, &make, self.tick);
+        std::thread::scope(|scope| {
+            let mut handles = Vec::with_capacity(n);
+            for (i, (member, back)) in members.into_iter().zip(back_rx).enumerate() {
+                let done_tx = done_tx.clone();
+                handles.push(
+                    scope.spawn(move || {
+                        read_member(i, member, make(i), tick, &done_tx, back, shared)
+                    }),
+                );
+            }
+            drop(done_tx);
+            combine_items(n, Order::Arrival, &done_rx, &back_tx, &mut combine, shared);
+            let mut stats = RunStats::default();
+            let mut workers = Vec::with_capacity(n);
+            let mut first_error: Option<Error> = None;
+            for h in handles {
+                match h.join() {
+                    Ok((w, s, e)) => {
+                        workers.push(w);
+                        stats.packets += s.packets;
+                        stats.workers.push(s);
+                        if first_error.is_none() {
+                            first_error = e;
+                        }
+                    }
+                    Err(_) => return Err(Error::unsupported("a member's thread panicked")),
+                }
+            }
+            let worker_error = shared.worker_error.lock().ok().and_then(|mut e| e.take());
+            Ok(Finished {
+                workers,
+                stats,
+                error: worker_error.map(|(_, e)| e).or(first_error),
+            })
+        })
+    }
+
     /// Runs: reads `source` on a thread of its own, one worker made by `make(i)` per
     /// thread, and calls `combine(seq, item)` on this thread with what the workers emit,
     /// in the run's [`Order`].
@@ -606,7 +690,7 @@ fn read_and_deal(
                 let meta = *p.meta();
                 let ts = meta.ts.as_unix_nanos();
                 if !sharing {
-                    ticker.before(seq, ts, &mut dealer);
+                    ticker.before(seq, ts, |run| dealer.tick(run));
                     let slot = copy.add(&p, &mut dealer, seq);
                     dealer.pending[w].slots.push(slot);
                 }
@@ -629,7 +713,7 @@ fn read_and_deal(
                 }
                 generation = g;
             }
-            ticker.before(seq, ts, &mut dealer);
+            ticker.before(seq, ts, |run| dealer.tick(run));
         }
         if sharing
             && let Some(input) = source.input_mut()
@@ -693,10 +777,10 @@ struct Ticker {
 impl Ticker {
     /// The ticks that come before packet `seq` (time `ts`), into every worker's lists.
     #[inline]
-    fn before(&mut self, seq: u64, ts: u64, dealer: &mut Dealer<'_>) {
+    fn before(&mut self, seq: u64, ts: u64, mut dealer: impl FnMut(TickRun)) {
         match self.every {
             Some(TickEvery::Packets(every)) if seq > 0 && seq.is_multiple_of(every) => {
-                self.run(seq, None, 1, 0, dealer);
+                self.run(seq, None, 1, 0, &mut dealer);
             }
             Some(TickEvery::TraceTime(len)) => {
                 let k = ts / len;
@@ -711,7 +795,7 @@ impl Ticker {
                         } else {
                             current + 1
                         };
-                        self.run(seq, Some(first * len), k - first + 1, len, dealer);
+                        self.run(seq, Some(first * len), k - first + 1, len, &mut dealer);
                         self.interval = Some(k);
                     }
                     Some(_) => {}
@@ -722,8 +806,15 @@ impl Ticker {
     }
 
     /// `count` ticks before packet `seq`, the first at `time`, each next `step` later.
-    fn run(&mut self, seq: u64, time: Option<u64>, count: u64, step: u64, dealer: &mut Dealer<'_>) {
-        dealer.tick(TickRun {
+    fn run(
+        &mut self,
+        seq: u64,
+        time: Option<u64>,
+        count: u64,
+        step: u64,
+        dealer: &mut impl FnMut(TickRun),
+    ) {
+        dealer(TickRun {
             first: Tick {
                 index: self.ticks,
                 packets: seq,
@@ -1035,6 +1126,93 @@ fn work<W: Worker>(
         });
     }
     (worker, stats)
+}
+
+/// A member's thread of [`Parallel::run_members`]: reads the member, runs the worker,
+/// sends its items now and then; returns the worker, its figures and the member's read
+/// error.
+fn read_member<S: CaptureSource, W: Worker>(
+    i: usize,
+    mut member: S,
+    mut worker: W,
+    tick: Option<TickEvery>,
+    done_tx: &SyncSender<Done<W::Item>>,
+    back: Receiver<Vec<(u64, W::Item)>>,
+    shared: &Shared,
+) -> (W, WorkerStats, Option<Error>) {
+    let mut stats = WorkerStats::default();
+    let mut ticker = Ticker {
+        every: tick,
+        ticks: 0,
+        interval: None,
+    };
+    let mut items: Vec<(u64, W::Item)> = Vec::new();
+    let mut sent = Instant::now();
+    let mut seq = 0u64;
+    let mut read_error = None;
+    let mut failed = false;
+    let send = |items: &mut Vec<(u64, W::Item)>, stats: &mut WorkerStats| {
+        let fresh = back.try_recv().unwrap_or_default();
+        let full = std::mem::replace(items, fresh);
+        stats.batches += 1;
+        let _ = done_tx.send(Done {
+            worker: i,
+            items: full,
+            upto: 0,
+        });
+    };
+    while !shared.stop.load(Ordering::Relaxed) && !shared.halt.load(Ordering::Relaxed) {
+        let p = match member.next_packet() {
+            Ok(Some(p)) => p,
+            Ok(None) => break,
+            Err(e) => {
+                read_error = Some(e);
+                // The others stop too.
+                shared.stop.store(true, Ordering::Relaxed);
+                break;
+            }
+        };
+        let mut run = None;
+        ticker.before(seq, p.ts().as_unix_nanos(), |r| run = Some(r));
+        if let Some(run) = run
+            && let Err((at, e)) = run_ticks(&mut worker, &run, &mut items, u64::MAX)
+        {
+            fail(shared, at, e);
+            failed = true;
+            break;
+        }
+        let mut out = Emit {
+            key: packet_key(seq),
+            items: &mut items,
+        };
+        if let Err(e) = worker.packet(&p, &mut out) {
+            fail(shared, seq, e);
+            failed = true;
+            break;
+        }
+        seq += 1;
+        stats.packets += 1;
+        if items.len() >= 256 || (!items.is_empty() && sent.elapsed() >= Duration::from_millis(50))
+        {
+            send(&mut items, &mut stats);
+            sent = Instant::now();
+        }
+    }
+    if failed {
+        shared.stop.store(true, Ordering::Relaxed);
+    } else {
+        let mut out = Emit {
+            key: tick_key(seq),
+            items: &mut items,
+        };
+        if let Err(e) = worker.finish(&mut out) {
+            fail(shared, seq, e);
+        }
+    }
+    if !items.is_empty() {
+        send(&mut items, &mut stats);
+    }
+    (worker, stats, read_error)
 }
 
 /// A run of ticks for a worker, unless the run stopped before it; an error with the
