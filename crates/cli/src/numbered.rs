@@ -72,6 +72,9 @@ pub fn parallel<W: tracekit::parallel::Worker>(
     threads: usize,
     make: impl Fn(usize) -> W + Sync,
 ) -> Result<(Vec<W>, Ended, tracekit::parallel::RunStats)> {
+    if crate::is_live(file) {
+        return run_live(file, filter, threads, make);
+    }
     run_parallel(
         file,
         filter,
@@ -90,15 +93,53 @@ pub fn run_parallel<W: tracekit::parallel::Worker>(
     make: impl Fn(usize) -> W + Sync,
     combine: impl FnMut(u64, W::Item),
 ) -> Result<(Vec<W>, Ended, tracekit::parallel::RunStats)> {
-    let mut source = crate::open_source(file)?;
-    if let Some(expr) = filter {
-        source = source
+    let stop = crate::ctrl_c_stop();
+    let mut source = with_filter(crate::open_source(file)?, filter)?;
+    let done = run.stop_flag(stop.flag()).run(&mut source, make, combine)?;
+    Ok(ended_run(done))
+}
+
+/// `source` with the `-f` expression, if any.
+fn with_filter(source: tracekit::Source, filter: Option<&str>) -> Result<tracekit::Source> {
+    match filter {
+        Some(expr) => source
             .with_filter(expr)
-            .with_context(|| format!("filter '{expr}'"))?;
+            .with_context(|| format!("filter '{expr}'")),
+        None => Ok(source),
     }
-    let done = run
-        .stop_flag(crate::ctrl_c_stop().flag())
-        .run(&mut source, make, combine)?;
+}
+
+/// A live interface on `threads` workers: one fan-out member each (0: one per core; no
+/// reader thread), the kernel spreading the packets by flow.
+fn run_live<W: tracekit::parallel::Worker>(
+    uri: &str,
+    filter: Option<&str>,
+    threads: usize,
+    make: impl Fn(usize) -> W + Sync,
+) -> Result<(Vec<W>, Ended, tracekit::parallel::RunStats)> {
+    let n = if threads == 0 {
+        std::thread::available_parallelism().map_or(1, |n| n.get())
+    } else {
+        threads
+    };
+    let stop = crate::ctrl_c_stop();
+    let mut members = Vec::with_capacity(n);
+    for mut m in tracekit::open_members(uri, n)? {
+        if let Some(live) = m.as_live_mut() {
+            live.set_stop_handle(stop.clone());
+        }
+        members.push(with_filter(m, filter)?);
+    }
+    let done = tracekit::parallel::Parallel::new(n)
+        .stop_flag(stop.flag())
+        .run_members(members, make, |_, _| {})?;
+    Ok(ended_run(done))
+}
+
+/// The workers, how the read ended and the figures of a finished run.
+fn ended_run<W>(
+    done: tracekit::parallel::Finished<W>,
+) -> (Vec<W>, Ended, tracekit::parallel::RunStats) {
     // A worker's error stops the run at its packet: the ones before it count.
     let read = done
         .error
@@ -111,7 +152,7 @@ pub fn run_parallel<W: tracekit::parallel::Worker>(
         read,
         error: done.error,
     };
-    Ok((done.workers, ended, done.stats))
+    (done.workers, ended, done.stats)
 }
 
 /// A worker of [`ordered_text`]: formats its packets into strings recycled by the

@@ -28,7 +28,9 @@ pub struct PortsArgs {
     #[arg(long)]
     json: bool,
     /// Worker threads beside the reading thread (0, the default: one per core but the
-    /// reader's; 1: everything on one thread). Packets are spread by flow and the tables added up: the figures are those of one thread.
+    /// reader's; 1: everything on one thread). Packets are spread by flow and the tables
+    /// added up: the figures are those of one thread. On a live interface, one
+    /// PACKET_FANOUT member per thread (0: one per core), the kernel spreading by flow.
     #[arg(long, default_value_t = 0, value_parser = crate::parse_workers)]
     threads: usize,
     /// Print the parallel run's figures (packets per worker, waits) to stderr.

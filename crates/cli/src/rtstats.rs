@@ -231,7 +231,8 @@ pub fn run(args: RtstatsArgs) -> Result<Outcome> {
         columns: filters.len() + 1,
     };
     printer.header(&args.filters)?;
-    if numbered::is_parallel(args.threads) {
+    // A live interface has no single stream for the ticks: one thread reads it.
+    if numbered::is_parallel(args.threads) && !crate::is_live(&args.file) {
         return run_parallel(&args, cut, filters, printer);
     }
     let mut row = Row {

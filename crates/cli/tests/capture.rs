@@ -284,3 +284,91 @@ fn config_and_environment_errors_are_reported_before_capturing() {
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("given twice"));
 }
+
+#[test]
+fn ports_and_stats_on_a_live_interface_spread_over_fanout_members() {
+    if !is_root() {
+        return;
+    }
+    let pair = Pair::new("f");
+    // The same frames as a file: the reference figures.
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("frames.pcap");
+    let mut sink =
+        tracekit::create(file.to_str().unwrap(), &tracekit::CreateOptions::default()).unwrap();
+    for i in 0..300u32 {
+        let f = frame(i);
+        let meta = tracekit::Meta::new(
+            tracekit::Timestamp::from_nanos(1, 0),
+            f.len() as u32,
+            tracekit::LinkType::ETHERNET,
+        );
+        sink.write_packet(&tracekit::Packet::new(&f, meta)).unwrap();
+    }
+    sink.finish().unwrap();
+    let reference = |args: &[&str]| -> serde_json::Value {
+        let out = tracekit().args(args).arg(&file).output().unwrap();
+        assert!(out.status.success());
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let want_ports = reference(&["ports", "--json", "-f", "udp"]);
+    let want_stats = reference(&["stats", "--json", "-f", "udp port 53"]);
+    let ports = pair.tracekit(&[
+        "ports",
+        "--json",
+        "-f",
+        "udp",
+        "--threads",
+        "3",
+        "--stats",
+        "afpacket:vb",
+    ]);
+    let stats = pair.tracekit(&[
+        "stats",
+        "--json",
+        "-f",
+        "udp port 53",
+        "--threads",
+        "2",
+        "afpacket:vb",
+    ]);
+    pair.send(0, 300);
+    std::thread::sleep(Duration::from_millis(500));
+    for child in [&ports, &stats] {
+        Command::new("kill")
+            .args(["-INT", &child.id().to_string()])
+            .status()
+            .unwrap();
+    }
+    let ports = ports.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&ports.stderr);
+    assert!(ports.status.success(), "{stderr}");
+    // Three members, each with its own share of the 64 flows.
+    assert_eq!(stderr.matches("  worker ").count(), 3, "{stderr}");
+    assert!(
+        stderr.contains("each reading a member of its own"),
+        "{stderr}"
+    );
+    let got: serde_json::Value = serde_json::from_slice(&ports.stdout).unwrap();
+    for key in [
+        "packets",
+        "attributed_packets",
+        "attributed_bytes",
+        "checksum",
+        "ports",
+    ] {
+        assert_eq!(got[key], want_ports[key], "ports {key}");
+    }
+    let stats = stats.wait_with_output().unwrap();
+    assert!(
+        stats.status.success(),
+        "{}",
+        String::from_utf8_lossy(&stats.stderr)
+    );
+    let got: serde_json::Value = serde_json::from_slice(&stats.stdout).unwrap();
+    let (mut got, mut want) = (got, want_stats);
+    for v in [&mut got, &mut want] {
+        v.as_object_mut().unwrap().remove("file");
+    }
+    assert_eq!(got, want);
+}

@@ -56,6 +56,8 @@ pub use destination::{FileId, InputFiles, Kept, WriteFailure};
 pub use format::Format;
 pub use parts::{Cut, Part, PartFailure, PartNames, PartWriter, PartsDone};
 pub use sink::{CreateOptions, MAX_COMPRESS_THREADS, Sink, create, create_checked};
+#[cfg(all(feature = "live", target_os = "linux"))]
+pub use source::open_members;
 pub use source::{LIVE_SCHEMES, Metadata, OpenOptions, Source, is_live_uri, open, open_with};
 pub use summary::Summary;
 

@@ -210,17 +210,29 @@ pub struct RunStats {
     pub reader_blocked: Duration,
     /// Whether packets were copied (an input with no buffers of its own to share).
     pub copied: bool,
+    /// Whether each worker read a member of its own ([`Parallel::run_members`]): no
+    /// reader thread.
+    pub members: bool,
 }
 
 impl std::fmt::Display for RunStats {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "{} packets over {} workers; reader waited {:.3} s for full queues",
-            self.packets,
-            self.workers.len(),
-            self.reader_blocked.as_secs_f64()
-        )?;
+        if self.members {
+            write!(
+                f,
+                "{} packets over {} workers, each reading a member of its own",
+                self.packets,
+                self.workers.len()
+            )?;
+        } else {
+            write!(
+                f,
+                "{} packets over {} workers; reader waited {:.3} s for full queues",
+                self.packets,
+                self.workers.len(),
+                self.reader_blocked.as_secs_f64()
+            )?;
+        }
         for (i, w) in self.workers.iter().enumerate() {
             write!(
                 f,
@@ -404,7 +416,10 @@ impl Parallel {
             }
             drop(done_tx);
             combine_items(n, Order::Arrival, &done_rx, &back_tx, &mut combine, shared);
-            let mut stats = RunStats::default();
+            let mut stats = RunStats {
+                members: true,
+                ..RunStats::default()
+            };
             let mut workers = Vec::with_capacity(n);
             let mut first_error: Option<Error> = None;
             for h in handles {

@@ -113,6 +113,35 @@ fn open_live(iface: &str) -> Result<Source, Error> {
     })
 }
 
+/// A live capture URI (`afpacket:eth0`) opened as `members` sockets of one fan-out group
+/// — the kernel spreads packets by flow (the group's mode and ring options as for
+/// [`open`], from the environment and `TRACEKIT_CONFIG`; a hash of the flow by default)
+/// — for [`crate::parallel::Parallel::run_members`], one worker per member.
+#[cfg(all(feature = "live", target_os = "linux"))]
+pub fn open_members(uri: &str, members: usize) -> Result<Vec<Source>, Error> {
+    let iface = match split_uri(uri) {
+        (Some(scheme), iface) if LIVE_SCHEMES.contains(&scheme.to_ascii_lowercase().as_str()) => {
+            iface
+        }
+        _ => {
+            return Err(Error::invalid_argument(format!(
+                "{uri}: not a live capture (afpacket:IFACE)"
+            )));
+        }
+    };
+    let group = FanoutGroup::configured(iface)?.members(members.max(1));
+    Ok(group
+        .open()?
+        .into_iter()
+        .map(|cap| Source {
+            kind: SourceKind::Live(Box::new(cap)),
+            compression: Compression::None,
+            filter: None,
+            filtered: 0,
+        })
+        .collect())
+}
+
 /// Opens a trace: a path (format detected from the content, never the extension), `-`
 /// for standard input, or `FORMAT:path` to insist on a format. `afpacket:IFACE` (or
 /// `ring:IFACE`) opens a live capture on a Linux interface.
