@@ -297,14 +297,7 @@ pub fn run(args: RtstatsArgs) -> Result<Outcome> {
     }
     printer.end()?;
     drop(printer);
-    if let Some(e) = ended.error {
-        eprintln!(
-            "tracekit rtstats: {e}\ntracekit rtstats: {}: the rows above cover the {} packets before the damage",
-            args.file, ended.read
-        );
-        return Ok(Outcome::Failed);
-    }
-    Ok(Outcome::Ok)
+    Ok(outcome(&args.file, ended))
 }
 
 /// A parallel worker: its share of the open row's counts (total first, then per filter).
@@ -531,12 +524,19 @@ fn run_parallel<W: Write>(
     if args.stats {
         eprintln!("tracekit rtstats: {stats}");
     }
-    if let Some(e) = ended.error {
-        eprintln!(
-            "tracekit rtstats: {e}\ntracekit rtstats: {}: the rows above cover the {} packets before the damage",
-            args.file, ended.read
-        );
-        return Ok(Outcome::Failed);
+    Ok(outcome(&args.file, ended))
+}
+
+/// Says where damage stopped the read, if it did.
+fn outcome(file: &str, ended: numbered::Ended) -> Outcome {
+    match ended.error {
+        Some(e) => {
+            eprintln!(
+                "tracekit rtstats: {e}\ntracekit rtstats: {file}: the rows above cover the {} packets before the damage",
+                ended.read
+            );
+            Outcome::Failed
+        }
+        None => Outcome::Ok,
     }
-    Ok(Outcome::Ok)
 }

@@ -392,13 +392,7 @@ impl Parallel {
                 "a parallel run takes 1 to {MAX_WORKERS} members, not {n}"
             )));
         }
-        let stop = self.stop.clone().unwrap_or_default();
-        let shared = Shared {
-            stop: stop.clone(),
-            halt: AtomicBool::new(false),
-            limit: AtomicU64::new(u64::MAX),
-            worker_error: Mutex::new(None),
-        };
+        let shared = Shared::new(self.stop.clone().unwrap_or_default());
         let (done_tx, done_rx) = sync_channel::<Done<W::Item>>(QUEUE * n);
         let (back_tx, back_rx): (Vec<_>, Vec<_>) = (0..n)
             .map(|_| sync_channel::<Vec<(u64, W::Item)>>(QUEUE + 1))
@@ -459,13 +453,7 @@ impl Parallel {
         C: FnMut(u64, W::Item),
     {
         let n = self.workers;
-        let stop = self.stop.clone().unwrap_or_default();
-        let shared = Shared {
-            stop: stop.clone(),
-            halt: AtomicBool::new(false),
-            limit: AtomicU64::new(u64::MAX),
-            worker_error: Mutex::new(None),
-        };
+        let shared = Shared::new(self.stop.clone().unwrap_or_default());
         let mut batch_tx = Vec::with_capacity(n);
         let mut batch_rx = Vec::with_capacity(n);
         for _ in 0..n {
@@ -650,6 +638,17 @@ struct Shared {
     limit: AtomicU64,
     /// The first worker error and the packet it came at.
     worker_error: Mutex<Option<(u64, Error)>>,
+}
+
+impl Shared {
+    fn new(stop: Arc<AtomicBool>) -> Shared {
+        Shared {
+            stop,
+            halt: AtomicBool::new(false),
+            limit: AtomicU64::new(u64::MAX),
+            worker_error: Mutex::new(None),
+        }
+    }
 }
 
 /// The reader: reads, chooses workers, deals per buffer; returns its figures and the
