@@ -19,6 +19,7 @@ use std::str::FromStr;
 
 use tracekit_core::Packet;
 
+use crate::dns::{Message, RData, Record};
 use crate::{Decoded, Transport};
 
 macro_rules! fields {
@@ -88,6 +89,11 @@ fields! {
     DnsResponse = "dns.flags.response", "DNS response flag (1/0)";
     DnsQryName = "dns.qry.name", "DNS question names, comma-joined";
     DnsQryType = "dns.qry.type", "DNS question types, comma-joined";
+    DnsRcode = "dns.flags.rcode", "DNS response code (responses only)";
+    DnsA = "dns.a", "IPv4 addresses of the A records of every section, comma-joined";
+    DnsAaaa = "dns.aaaa", "IPv6 addresses of the AAAA records of every section, comma-joined";
+    DnsCname = "dns.cname", "canonical names of the CNAME records of every section, comma-joined";
+    DnsRespTtl = "dns.resp.ttl", "TTLs of the records of every section but EDNS OPT, comma-joined";
     Anomalies = "tracekit.anomalies", "decoder anomalies, comma-joined (tracekit only)";
 }
 
@@ -300,11 +306,69 @@ pub fn write_field<'a>(
             }
             Ok(())
         }
+        Field::DnsRcode => opt(
+            out,
+            first(d, |l| l.dns())
+                .filter(|m| m.is_response())
+                .map(|m| m.rcode()),
+        ),
+        Field::DnsA => {
+            if let Some(m) = first(d, |l| l.dns()) {
+                join(
+                    out,
+                    records(&m).filter_map(|r| match r.data() {
+                        RData::A(a) => Some(a),
+                        _ => None,
+                    }),
+                );
+            }
+            Ok(())
+        }
+        Field::DnsAaaa => {
+            if let Some(m) = first(d, |l| l.dns()) {
+                join(
+                    out,
+                    records(&m).filter_map(|r| match r.data() {
+                        RData::Aaaa(a) => Some(a),
+                        _ => None,
+                    }),
+                );
+            }
+            Ok(())
+        }
+        Field::DnsCname => {
+            if let Some(m) = first(d, |l| l.dns()) {
+                join(
+                    out,
+                    records(&m).filter_map(|r| match r.data() {
+                        RData::Cname(n) => Some(n),
+                        _ => None,
+                    }),
+                );
+            }
+            Ok(())
+        }
+        Field::DnsRespTtl => {
+            if let Some(m) = first(d, |l| l.dns()) {
+                join(
+                    out,
+                    records(&m)
+                        .filter(|r| r.rtype != crate::dns::rtype::OPT)
+                        .map(|r| r.ttl),
+                );
+            }
+            Ok(())
+        }
         Field::Anomalies => {
             join(out, d.anomalies().iter());
             Ok(())
         }
     };
+}
+
+/// The records of every section: answers, authority, additional.
+fn records<'a>(m: &Message<'a>) -> impl Iterator<Item = Record<'a>> {
+    m.answers().chain(m.authority()).chain(m.additional())
 }
 
 fn opt<T: fmt::Display>(out: &mut String, v: Option<T>) -> fmt::Result {

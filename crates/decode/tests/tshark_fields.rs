@@ -32,6 +32,11 @@ const FIELDS: &[Field] = &[
     Field::IpFlagsMf,
     Field::VlanId,
     Field::DnsQryName,
+    Field::DnsRcode,
+    Field::DnsA,
+    Field::DnsAaaa,
+    Field::DnsCname,
+    Field::DnsRespTtl,
 ];
 
 const TSHARK_FIELDS: &[&str] = &[
@@ -60,6 +65,11 @@ const TSHARK_FIELDS: &[&str] = &[
     "ip.flags.mf",
     "vlan.id",
     "dns.qry.name",
+    "dns.flags.rcode",
+    "dns.a",
+    "dns.aaaa",
+    "dns.cname",
+    "dns.resp.ttl",
 ];
 
 fn tshark_rows(path: &Path) -> Option<Vec<BTreeMap<&'static str, Vec<String>>>> {
@@ -162,6 +172,11 @@ fn expected(row: &BTreeMap<&'static str, Vec<String>>, field: Field) -> String {
         Field::IpFlagsMf if outer_ip == "ip" => first("ip.flags.mf"),
         Field::VlanId => get("vlan.id").join(","),
         Field::DnsQryName => get("dns.qry.name").join(","),
+        Field::DnsRcode => first("dns.flags.rcode"),
+        Field::DnsA => get("dns.a").join(","),
+        Field::DnsAaaa => get("dns.aaaa").join(","),
+        Field::DnsCname => get("dns.cname").join(","),
+        Field::DnsRespTtl => get("dns.resp.ttl").join(","),
         _ => String::new(),
     }
 }
