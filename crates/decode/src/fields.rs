@@ -20,6 +20,7 @@ use std::str::FromStr;
 use tracekit_core::Packet;
 
 use crate::dns::{Message, RData, Record};
+use crate::tls;
 use crate::{Decoded, Transport};
 
 macro_rules! fields {
@@ -94,6 +95,10 @@ fields! {
     DnsAaaa = "dns.aaaa", "IPv6 addresses of the AAAA records of every section, comma-joined";
     DnsCname = "dns.cname", "canonical names of the CNAME records of every section, comma-joined";
     DnsRespTtl = "dns.resp.ttl", "TTLs of the records of every section but EDNS OPT, comma-joined";
+    TlsVersion = "tls.handshake.version", "legacy version of each TLS ClientHello and ServerHello (hex), comma-joined";
+    TlsSni = "tls.handshake.extensions_server_name", "server name (SNI) of the TLS ClientHello";
+    TlsAlpn = "tls.handshake.extensions_alpn_str", "ALPN protocol names of the TLS hellos, comma-joined";
+    TlsJa3Full = "tls.handshake.ja3_full", "JA3 string of the TLS ClientHello";
     Anomalies = "tracekit.anomalies", "decoder anomalies, comma-joined (tracekit only)";
 }
 
@@ -359,11 +364,51 @@ pub fn write_field<'a>(
             }
             Ok(())
         }
+        Field::TlsVersion => {
+            for (i, h) in tls_hellos(d).enumerate() {
+                let _ = write!(out, "{}0x{:04x}", if i > 0 { "," } else { "" }, h.version());
+            }
+            Ok(())
+        }
+        Field::TlsSni => {
+            if let Some(name) = tls_hellos(d).find_map(|h| h.server_name()) {
+                out.push_str(&String::from_utf8_lossy(name));
+            }
+            Ok(())
+        }
+        Field::TlsAlpn => {
+            join(
+                out,
+                tls_hellos(d)
+                    .flat_map(|h| h.alpn())
+                    .map(String::from_utf8_lossy),
+            );
+            Ok(())
+        }
+        Field::TlsJa3Full => {
+            if let Some(h) = tls_hellos(d).find(|h| h.is_client()) {
+                h.ja3(out);
+            }
+            Ok(())
+        }
         Field::Anomalies => {
             join(out, d.anomalies().iter());
             Ok(())
         }
     };
+}
+
+/// The hellos of the first TCP level's payload when it starts with a TLS handshake
+/// record (records continued in the next segment left out).
+fn tls_hellos<'a>(d: &Decoded<'a>) -> impl Iterator<Item = tls::Hello<'a>> + use<'a> {
+    let payload = first(d, |l| {
+        let p = l.tcp().and_then(|_| l.payload())?;
+        let segment = l.payload_wire_len().map_or(p.len(), |n| n as usize);
+        Some((p, segment))
+    })
+    .filter(|(p, _)| tls::is_handshake(p));
+    let (p, segment) = payload.unwrap_or((&[], 0));
+    tls::hellos_in(p, segment)
 }
 
 /// The records of every section: answers, authority, additional.

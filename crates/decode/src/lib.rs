@@ -60,6 +60,7 @@ mod net;
 mod radiotap;
 mod sctp;
 mod tcp;
+pub mod tls;
 #[macro_use]
 mod transport;
 mod tunnel;

@@ -37,6 +37,10 @@ const FIELDS: &[Field] = &[
     Field::DnsAaaa,
     Field::DnsCname,
     Field::DnsRespTtl,
+    Field::TlsVersion,
+    Field::TlsSni,
+    Field::TlsAlpn,
+    Field::TlsJa3Full,
 ];
 
 const TSHARK_FIELDS: &[&str] = &[
@@ -70,6 +74,10 @@ const TSHARK_FIELDS: &[&str] = &[
     "dns.aaaa",
     "dns.cname",
     "dns.resp.ttl",
+    "tls.handshake.version",
+    "tls.handshake.extensions_server_name",
+    "tls.handshake.extensions_alpn_str",
+    "tls.handshake.ja3_full",
 ];
 
 fn tshark_rows(path: &Path) -> Option<Vec<BTreeMap<&'static str, Vec<String>>>> {
@@ -177,6 +185,10 @@ fn expected(row: &BTreeMap<&'static str, Vec<String>>, field: Field) -> String {
         Field::DnsAaaa => get("dns.aaaa").join(","),
         Field::DnsCname => get("dns.cname").join(","),
         Field::DnsRespTtl => get("dns.resp.ttl").join(","),
+        Field::TlsVersion => get("tls.handshake.version").join(","),
+        Field::TlsSni => first("tls.handshake.extensions_server_name"),
+        Field::TlsAlpn => get("tls.handshake.extensions_alpn_str").join(","),
+        Field::TlsJa3Full => first("tls.handshake.ja3_full"),
         _ => String::new(),
     }
 }
