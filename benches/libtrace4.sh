@@ -37,6 +37,18 @@
 #
 # The peer is linked with -I$PREFIX/include -L$PREFIX/lib -Wl,-rpath,$PREFIX/lib, so it
 # never picks up the system's libtrace 3.
+#
+# CORPUS_CHECK=1 also compares the figures on every pcap of the corpus ($TRACEKIT_CORPUS or
+# ../shared/corpus; not the corrupt__ ones) and lists the files where tracekit, libtrace 4
+# (2 threads) and libtrace 3 disagree. Known differences (not timing): libtrace cannot
+# decode some link types (BSD null/loop, raw IPv4 linktype 228, SLL with ARPHRD 0x212) or
+# PBB, and counts those packets as "other"; the peers open files as pcapfile:, so pcapng
+# content under a .pcap name and the modified (Kuznetzov) pcap magic are refused;
+# libtrace's trace_get_transport() skips IPv4-carried IPv6 (6in4) to the inner transport
+# where tracekit's Ports counts the outermost level; on a Linux cooked (SLL) capture whose
+# protocol field is 0x0060 libtrace reads an Ethernet header behind it (as tshark and
+# tracekit do not); and non-first IPv6 fragments get ports read from fragment payload in
+# libtrace (the peers only recognise IPv4 fragments; libtrace 3 and 4 even differ there).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 runs="${RUNS:-7}"
@@ -104,7 +116,8 @@ figures() {
             echo "${k#attributed_} $v"
         done
     else
-        cat "$1"
+        # libtrace prints some warnings (unknown link types) to standard output.
+        grep -E '^(packets|fragments|truncated|other|checksum) ' "$1" || true
     fi
 }
 
@@ -154,6 +167,31 @@ done
 echo "$runs interleaved runs of every command, medians; $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg) at the end."
 echo "vs tracekit 1 thread: the command's median wall time / that of tracekit ports --threads 1 (below 1: faster)."
 
+if [ "${CORPUS_CHECK:-}" = 1 ]; then
+    corpus="${TRACEKIT_CORPUS:-../shared/corpus}"
+    echo
+    echo "Corpus check ($corpus): files where the figures differ (tracekit | libtrace 4 -t 2 | libtrace 3)"
+    n=0
+    d=0
+    for path in "$corpus"/*.pcap "$corpus"/*.pcap.gz; do
+        [[ $(basename "$path") == corrupt__* ]] && continue
+        n=$((n + 1))
+        "$bin/tracekit" ports --json --threads 1 "$path" >"$out/lt4-c-tk.txt" 2>/dev/null || true
+        figures "$out/lt4-c-tk.txt" >"$out/lt4-c-tk-figures.txt"
+        "$lt4" -t 2 "$path" >"$out/lt4-c-l4-raw.txt" 2>/dev/null || true
+        figures "$out/lt4-c-l4-raw.txt" >"$out/lt4-c-l4.txt"
+        "$out/libtrace3_ports" "$path" >"$out/lt4-c-l3-raw.txt" 2>/dev/null || true
+        figures "$out/lt4-c-l3-raw.txt" >"$out/lt4-c-l3.txt"
+        if ! cmp -s "$out/lt4-c-tk-figures.txt" "$out/lt4-c-l4.txt" \
+            || ! cmp -s "$out/lt4-c-l3.txt" "$out/lt4-c-l4.txt"; then
+            d=$((d + 1))
+            echo "  $(basename "$path"):"
+            paste "$out/lt4-c-tk-figures.txt" "$out/lt4-c-l4.txt" "$out/lt4-c-l3.txt" | sed 's/^/    /'
+        fi
+    done
+    echo "$n files, $d differ"
+fi
+
 # Untimed: how each run spread the work (tracekit's per-worker figures, libtrace 4's threads).
 echo
 for c in 1 2; do
@@ -166,4 +204,23 @@ for c in 3 4 5; do
     cmd="${cmd//FILE/${inputs[0]}}"
     echo "$name: $(LIBTRACE4_PORTS_STATS=1 $cmd 2>&1 >/dev/null)"
 done
+
+# PROFILE=1 (needs perf): the share of the CPU samples of each thread in the two-thread runs
+# on the first input, to see which thread limits scaling (tracekit's threads are unnamed:
+# the reader is the one in Reader::next_packet; libtrace names its threads).
+if [ "${PROFILE:-}" = 1 ] && command -v perf >/dev/null; then
+    for c in 2 4 5; do
+        IFS='^' read -r name cmd <<<"${commands[$c]}"
+        cmd="${cmd//FILE/${inputs[0]}}"
+        perf record -q -o "$out/lt4-perf.data" $cmd >/dev/null 2>&1
+        echo
+        echo "$name: share of CPU samples per thread (tid:name), its top two symbols (share of all samples)"
+        perf report -i "$out/lt4-perf.data" --no-children -s pid --stdio 2>/dev/null \
+            | awk '/^ +[0-9]/ && n++ < 6 { print $2, $1 }' >"$out/lt4-perf-threads.txt"
+        perf report -i "$out/lt4-perf.data" --no-children -s pid,sym --stdio 2>/dev/null \
+            | awk '/^ +[0-9]/ { if (seen[$2]++ < 2) { s = $1; for (i = 4; i <= NF; i++) s = s " " $i; top[$2] = top[$2] (top[$2] ? "; " : "") s } }
+                   END { while ((getline l < f) > 0) { split(l, a, " "); print "  " a[2] " " a[1] ": " top[a[1]] } }' \
+                f="$out/lt4-perf-threads.txt"
+    done
+fi
 exit "$status"
