@@ -16,7 +16,7 @@
 # libtrace 4 is not packaged by Debian (bookworm has libtrace 3.0.22 only). Build it and
 # libwandio 4 from their public sources into a prefix of their own, never over the
 # system's libtrace 3 (LIBTRACE4_PREFIX, default /work/lt4). The commands used here
-# (libtrace 4.0.34 at 29f1f67a, wandio 4.2.x at 2c889c44):
+# (libtrace 4.0.34 at 29f1f67a, wandio 4.2.6 at 2c889c44):
 #
 #   apt-get install autoconf automake libtool flex bison pkg-config \
 #       libpcap-dev zlib1g-dev libbz2-dev liblzma-dev
@@ -58,6 +58,13 @@ bin="$target/release"
 out="${OUT:-$target/compare}"
 mkdir -p "$out"
 
+# As root on Debian: the system packages the peers (and a build from source) need.
+if [ "$(id -u)" = 0 ]; then
+    need=(libtrace3-dev libpcap-dev zlib1g-dev libbz2-dev liblzma-dev)
+    [ -n "${LIBTRACE4_SRC:-}" ] && need+=(autoconf automake libtool flex bison pkg-config)
+    dpkg -s "${need[@]}" >/dev/null 2>&1 \
+        || DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${need[@]}" >/dev/null
+fi
 if [ ! -f "$prefix/include/libtrace_parallel.h" ]; then
     if [ -n "${LIBTRACE4_SRC:-}" ] && [ -n "${WANDIO_SRC:-}" ]; then
         (cd "$WANDIO_SRC" && ./bootstrap.sh && ./configure --prefix="$prefix" --with-http=no \
