@@ -3,6 +3,7 @@
 
 #![forbid(unsafe_code)]
 
+mod anon;
 mod capture;
 mod convert;
 mod dump;
@@ -43,6 +44,7 @@ enum Command {
     Merge(merge::MergeArgs),
     Ports(ports::PortsArgs),
     Rtstats(rtstats::RtstatsArgs),
+    Anon(anon::AnonArgs),
 }
 
 /// How a command ended, for the exit status: 0 success, 1 a trace or output problem
@@ -72,6 +74,7 @@ fn main() -> ExitCode {
         Command::Merge(args) => merge::run(args),
         Command::Ports(args) => ports::run(args),
         Command::Rtstats(args) => rtstats::run(args),
+        Command::Anon(args) => anon::run(args),
     };
     match result {
         Ok(Outcome::Ok) => ExitCode::SUCCESS,

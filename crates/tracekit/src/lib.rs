@@ -41,6 +41,7 @@
 #![forbid(unsafe_code)]
 
 pub mod analysis;
+pub mod anon;
 mod copy;
 mod destination;
 mod format;
@@ -51,7 +52,7 @@ mod sink;
 mod source;
 mod summary;
 
-pub use copy::{CopyError, InterfaceDescriber, copy, copy_while};
+pub use copy::{CopyError, InterfaceDescriber, copy, copy_rewriting_while, copy_while};
 pub use destination::{FileId, InputFiles, Kept, WriteFailure};
 pub use format::Format;
 pub use parts::{Cut, Part, PartFailure, PartNames, PartWriter, PartsDone};
