@@ -6,6 +6,7 @@
 mod anon;
 mod capture;
 mod convert;
+mod diff;
 mod dump;
 mod fields;
 mod info;
@@ -45,6 +46,7 @@ enum Command {
     Ports(ports::PortsArgs),
     Rtstats(rtstats::RtstatsArgs),
     Anon(anon::AnonArgs),
+    Diff(diff::DiffArgs),
 }
 
 /// How a command ended, for the exit status: 0 success, 1 a trace or output problem
@@ -54,6 +56,8 @@ pub enum Outcome {
     Ok,
     Failed,
     Interrupted,
+    /// A command's own status (`diff`: 1 when the traces differ, 2 on trouble).
+    Exit(u8),
 }
 
 fn main() -> ExitCode {
@@ -75,11 +79,13 @@ fn main() -> ExitCode {
         Command::Ports(args) => ports::run(args),
         Command::Rtstats(args) => rtstats::run(args),
         Command::Anon(args) => anon::run(args),
+        Command::Diff(args) => diff::run(args),
     };
     match result {
         Ok(Outcome::Ok) => ExitCode::SUCCESS,
         Ok(Outcome::Failed) => ExitCode::from(1),
         Ok(Outcome::Interrupted) => ExitCode::from(130),
+        Ok(Outcome::Exit(code)) => ExitCode::from(code),
         Err(e) => {
             if is_broken_pipe(&e) {
                 // `tracekit ... | head`: the reader went away; that is not an error.

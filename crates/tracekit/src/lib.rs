@@ -44,6 +44,7 @@ pub mod analysis;
 pub mod anon;
 mod copy;
 mod destination;
+pub mod diff;
 mod format;
 pub mod merge;
 pub mod parallel;
