@@ -8,6 +8,7 @@ mod capture;
 mod convert;
 mod diff;
 mod dump;
+mod ends;
 mod fields;
 mod info;
 mod merge;
@@ -47,6 +48,7 @@ enum Command {
     Rtstats(rtstats::RtstatsArgs),
     Anon(anon::AnonArgs),
     Diff(diff::DiffArgs),
+    Ends(ends::EndsArgs),
 }
 
 /// How a command ended, for the exit status: 0 success, 1 a trace or output problem
@@ -80,6 +82,7 @@ fn main() -> ExitCode {
         Command::Rtstats(args) => rtstats::run(args),
         Command::Anon(args) => anon::run(args),
         Command::Diff(args) => diff::run(args),
+        Command::Ends(args) => ends::run(args),
     };
     match result {
         Ok(Outcome::Ok) => ExitCode::SUCCESS,

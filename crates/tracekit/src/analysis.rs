@@ -1,6 +1,9 @@
 //! Whole-trace analyses built on the decoder: the libtrace paper's Ports analysis and a
 //! protocol breakdown. Both accumulate packet by packet without allocating.
 
+mod ends;
+
+pub use ends::{Endpoint, EndpointCounts, EndpointKind, Endpoints};
 use tracekit_core::Packet;
 use tracekit_decode::Anomaly;
 use tracekit_decode::{Decoded, Transport, ip_proto};
