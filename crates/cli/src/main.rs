@@ -16,6 +16,7 @@ mod numbered;
 mod output;
 mod ports;
 mod progress;
+mod report;
 mod rtstats;
 mod split;
 mod stats;
@@ -49,6 +50,7 @@ enum Command {
     Anon(anon::AnonArgs),
     Diff(diff::DiffArgs),
     Ends(ends::EndsArgs),
+    Report(report::ReportArgs),
 }
 
 /// How a command ended, for the exit status: 0 success, 1 a trace or output problem
@@ -83,6 +85,7 @@ fn main() -> ExitCode {
         Command::Anon(args) => anon::run(args),
         Command::Diff(args) => diff::run(args),
         Command::Ends(args) => ends::run(args),
+        Command::Report(args) => report::run(args),
     };
     match result {
         Ok(Outcome::Ok) => ExitCode::SUCCESS,

@@ -259,3 +259,295 @@ fn day_month_time(secs: u64) -> (u64, u64, String) {
         format!("{:02}:{:02}:{:02}", sod / 3600, sod % 3600 / 60, sod % 60),
     )
 }
+
+/// tracereport's `.rpt` files for `path` (it writes them into its working directory):
+/// file name -> text.
+fn tracereport(path: &Path) -> BTreeMap<String, String> {
+    let dir = tempfile::tempdir().unwrap();
+    let out = output(
+        Command::new("tracereport")
+            .current_dir(dir.path())
+            .arg(uri(path)),
+    );
+    assert!(out.status.success());
+    std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| {
+            let e = e.unwrap();
+            (
+                e.file_name().to_string_lossy().into_owned(),
+                std::fs::read_to_string(e.path()).unwrap(),
+            )
+        })
+        .collect()
+}
+
+/// The rows of a tracereport table: key -> (bytes, packets) summed over directions,
+/// under the current `Protocol: N` heading for ports.rpt (key `N/name`).
+fn rpt_table(text: &str) -> BTreeMap<String, (u64, u64)> {
+    let mut rows: BTreeMap<String, (u64, u64)> = BTreeMap::new();
+    let (mut key, mut heading) = (String::new(), String::new());
+    for l in text.lines() {
+        if let Some(p) = l.strip_prefix("Protocol: ") {
+            heading = p.split_whitespace().next().unwrap().to_string() + "/";
+            continue;
+        }
+        let parts: Vec<&str> = l.split('\t').collect();
+        if parts.len() != 3 || !["Outbound", "Inbound", "Unknown"].contains(&parts[1].trim()) {
+            continue;
+        }
+        let k = parts[0].trim().trim_end_matches([':', '|']).trim();
+        if !k.is_empty() {
+            key = format!("{heading}{k}");
+        }
+        let nums: Vec<u64> = parts[2]
+            .split_whitespace()
+            .map(|n| n.parse().unwrap())
+            .collect();
+        let e = rows.entry(key.clone()).or_default();
+        e.0 += nums[0];
+        e.1 += nums[1];
+    }
+    rows.retain(|_, v| v.1 > 0);
+    rows
+}
+
+/// The first service name /etc/services gives each (port, protocol), as getservbyport
+/// answers: "tcp/http" -> 80.
+fn services() -> BTreeMap<String, u16> {
+    let text = std::fs::read_to_string("/etc/services").unwrap_or_default();
+    let mut names = BTreeMap::new();
+    let mut seen = std::collections::BTreeSet::new();
+    for l in text.lines() {
+        let l = l.split('#').next().unwrap();
+        let mut f = l.split_whitespace();
+        let (Some(name), Some(pp)) = (f.next(), f.next()) else {
+            continue;
+        };
+        let Some((port, proto)) = pp.split_once('/') else {
+            continue;
+        };
+        let port: u16 = port.parse().unwrap();
+        if seen.insert((port, proto.to_string())) {
+            names.insert(format!("{proto}/{name}"), port);
+        }
+    }
+    names
+}
+
+fn values(v: &serde_json::Value, family: &str) -> Vec<(String, u64, u64)> {
+    v[family]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            let key = match &r["key"] {
+                serde_json::Value::String(s) => s.clone(),
+                k => k.to_string(),
+            };
+            (
+                key,
+                r["packets"].as_u64().unwrap(),
+                r["bytes"].as_u64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn report_counts_equal_tracereport() {
+    if !have("tracereport") {
+        return;
+    }
+    let services = services();
+    for name in [
+        "ndpi__1kxun.pcap",
+        "libtrace__vlan.pcap",
+        "zeek__dns-edns-ecs.pcap",
+    ] {
+        let path = corpus(name);
+        let rpt = tracereport(&path);
+        let v = json(tracekit().args(["report", "--json"]).arg(&path));
+        // libtrace 3 counts 4 bytes more per Ethernet frame than the wire length the
+        // pcap records: it assumes a frame check sequence the capture does not have.
+        let theirs_bytes = |packets: u64, bytes: u64| bytes + 4 * packets;
+        let check_some = |family: &str,
+                          table: &BTreeMap<String, (u64, u64)>,
+                          key: &dyn Fn(&str) -> String,
+                          keep: &dyn Fn(&str) -> bool| {
+            let mut ours = values(&v, family);
+            ours.retain(|(k, _, _)| keep(k));
+            assert_eq!(
+                ours.len(),
+                table.len(),
+                "{name} {family}: rows {ours:?} vs {table:?}"
+            );
+            for (k, packets, bytes) in ours {
+                let t = table
+                    .get(&key(&k))
+                    .unwrap_or_else(|| panic!("{name} {family}: {k} missing in {table:?}"));
+                assert_eq!(
+                    (theirs_bytes(packets, bytes), packets),
+                    *t,
+                    "{name} {family} {k}"
+                );
+            }
+        };
+        let check =
+            |family: &str, table: &BTreeMap<String, (u64, u64)>, key: &dyn Fn(&str) -> String| {
+                check_some(family, table, key, &|_| true)
+            };
+        let number = |k: &str| k.to_string();
+        check("ttl", &rpt_table(&rpt["ttl.rpt"]), &number);
+        check("tos", &rpt_table(&rpt["tos.rpt"]), &number);
+        // tracereport prints segment sizes below 2048 only.
+        check_some(
+            "segment_sizes",
+            &rpt_table(&rpt["tcpseg.rpt"]),
+            &number,
+            &|k| k.parse::<u32>().unwrap() < 2048,
+        );
+        let protocol_names: BTreeMap<String, String> = v["protocols"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| {
+                (
+                    r["key"].to_string(),
+                    r["name"].as_str().unwrap().to_string(),
+                )
+            })
+            .collect();
+        check("protocols", &rpt_table(&rpt["protocol.rpt"]), &|k| {
+            protocol_names[k].clone()
+        });
+        // Ports: tracereport names a port by /etc/services where it can.
+        let mut ports = BTreeMap::new();
+        for (k, val) in rpt_table(&rpt["ports.rpt"]) {
+            let (proto, port) = k.split_once('/').unwrap();
+            let pname = match proto {
+                "1" => "icmp",
+                "6" => "tcp",
+                "17" => "udp",
+                p => p,
+            };
+            let port = port
+                .parse::<u16>()
+                .ok()
+                .or_else(|| services.get(&format!("{pname}/{port}")).copied());
+            ports.insert(format!("[{proto},{}]", port.unwrap()), val);
+        }
+        check("ports", &ports, &|k| k.replace(' ', ""));
+        // ECN: tracereport tests only the 0x02 bit of IPv4's TOS byte.
+        let ecn = values(&v, "ecn_ipv4");
+        let with_bit = ecn[2].1 + ecn[3].1;
+        assert!(
+            rpt["ecn.rpt"].contains(&format!("Total ECN: {with_bit}\n")),
+            "{name}: {}",
+            rpt["ecn.rpt"]
+        );
+        // Network layer: the rows both name (tracereport also lists 802.3 length fields).
+        let nlp = rpt_table(&rpt["nlp.rpt"]);
+        for (k, packets, bytes) in values(&v, "network") {
+            let label = match k.as_str() {
+                "2048" => "IPv4",
+                "34525" => "IPv6",
+                "2054" => "ARP",
+                _ => continue,
+            };
+            assert_eq!(
+                nlp.get(label),
+                Some(&(theirs_bytes(packets, bytes), packets)),
+                "{name} nlp {label}"
+            );
+        }
+        // TCP options: occurrences per kind.
+        let names = [
+            (2, "MSS"),
+            (3, "Winscale"),
+            (4, "SACK Perm"),
+            (5, "SACK Info"),
+            (8, "Timestamp"),
+        ];
+        let opts = rpt_table(&rpt["tcpopt.rpt"]);
+        for (kind, times) in v["tcp_options"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| (p[0].as_u64().unwrap(), p[1].as_u64().unwrap()))
+        {
+            let label = names
+                .iter()
+                .find(|(k, _)| *k == kind)
+                .map(|(_, n)| *n)
+                .unwrap();
+            assert_eq!(
+                opts.get(label).map(|o| o.1),
+                Some(times),
+                "{name} tcp option {label}"
+            );
+        }
+        // Misc: packets, start and end to 1e-4 s.
+        let misc = &rpt["misc.rpt"];
+        assert!(misc.contains(&format!("Total Packets: {}\n", v["packets"])));
+        let secs = |ns: &serde_json::Value| format!("{:.4}", ns.as_u64().unwrap() as f64 / 1e9);
+        assert!(
+            misc.contains(&format!("Start time: {} (", secs(&v["first_ns"]))),
+            "{misc}"
+        );
+        assert!(
+            misc.contains(&format!("End time: {} (", secs(&v["last_ns"]))),
+            "{misc}"
+        );
+        // SYN options: tracereport's percentages, of SYNs (and SYN/ACKs) with option
+        // space, by its categories.
+        let syn = &rpt["tcpopt_syn.rpt"];
+        let sets = v["syn_options"].as_array().unwrap();
+        let spaceless = &v["syn_without_option_space"];
+        for (col, field) in [(1, "syn"), (2, "synack")] {
+            let total: u64 = sets.iter().map(|s| s[field].as_u64().unwrap()).sum::<u64>()
+                - spaceless[col - 1].as_u64().unwrap();
+            let share = |want: &[&str]| {
+                let n: u64 = sets
+                    .iter()
+                    .filter(|s| {
+                        let mut got: Vec<&str> = s["options"]
+                            .as_array()
+                            .unwrap()
+                            .iter()
+                            .map(|o| o.as_str().unwrap())
+                            .collect();
+                        got.sort_unstable();
+                        let mut w = want.to_vec();
+                        w.sort_unstable();
+                        got == w
+                    })
+                    .map(|s| s[field].as_u64().unwrap())
+                    .sum();
+                n as f64 * 100.0 / total.max(1) as f64
+            };
+            for (label, set) in [
+                ("M Only", &["MSS"][..]),
+                ("T Only", &["TS"]),
+                ("M and S", &["MSS", "SACK"]),
+                ("M and W", &["MSS", "WS"]),
+                ("M, S and W", &["MSS", "SACK", "WS"]),
+                ("M, T", &["MSS", "TS"]),
+                ("M, S, W and T", &["MSS", "SACK", "WS", "TS"]),
+            ] {
+                let line = syn
+                    .lines()
+                    .find(|l| l.starts_with(label) && l[label.len()..].starts_with([' ', '\t']))
+                    .unwrap();
+                let got = line.split('\t').nth(col).unwrap();
+                // With no SYN at all, tracereport divides 0 by 0.
+                let want = if total == 0 {
+                    "-nan%".to_string()
+                } else {
+                    format!("{:.2}%", share(set))
+                };
+                assert_eq!(got, want, "{name} {field} {label}");
+            }
+        }
+    }
+}

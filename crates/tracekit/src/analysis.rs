@@ -2,8 +2,10 @@
 //! protocol breakdown. Both accumulate packet by packet without allocating.
 
 mod ends;
+mod report;
 
 pub use ends::{Endpoint, EndpointCounts, EndpointKind, Endpoints};
+pub use report::{Count, MAX_SEGMENT, Report, SIZE_BUCKETS, server_port, syn_option};
 use tracekit_core::Packet;
 use tracekit_decode::Anomaly;
 use tracekit_decode::{Decoded, Transport, ip_proto};
