@@ -17,6 +17,7 @@ mod output;
 mod ports;
 mod progress;
 mod report;
+mod report_html;
 mod rtstats;
 mod split;
 mod stats;

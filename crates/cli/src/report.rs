@@ -2,11 +2,11 @@
 
 use std::io::Write;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use clap::Args;
 use serde::Serialize;
 use tracekit::Timestamp;
-use tracekit::analysis::{Count, Report, SIZE_BUCKETS, syn_option};
+use tracekit::analysis::{Count, EndpointKind, Endpoints, Report, SIZE_BUCKETS, syn_option};
 
 use crate::Outcome;
 use crate::numbered;
@@ -32,6 +32,10 @@ pub struct ReportArgs {
     /// Print one JSON object.
     #[arg(long)]
     json: bool,
+    /// Also write a self-contained HTML page with plots (traffic over time, protocol
+    /// mix, packet sizes, top ports and talkers) and tables to this file.
+    #[arg(long, value_name = "OUT.html")]
+    html: Option<String>,
     /// Trace files (`-` for standard input).
     #[arg(required = true)]
     files: Vec<String>,
@@ -133,6 +137,8 @@ pub fn ethertype_name(t: u16) -> Option<&'static str> {
         0x8863 => "PPPoE discovery",
         0x8864 => "PPPoE session",
         0x9000 => "loopback",
+        // Below 0x0600 the field is an 802.3 length, and an LLC header follows.
+        1..0x0600 => "802.3 length",
         _ => return None,
     })
 }
@@ -180,18 +186,34 @@ fn pps(r: &Report) -> Option<f64> {
 
 pub fn run(args: ReportArgs) -> Result<Outcome> {
     let mut report = Report::new();
+    // The page's top talkers.
+    let mut talkers = args.html.as_ref().map(|_| {
+        (
+            Endpoints::new(EndpointKind::Ipv4),
+            Endpoints::new(EndpointKind::Ipv6),
+        )
+    });
     let mut packets = 0u64;
     let mut error = None;
     for file in &args.files {
         let ended = numbered::each_packet(file, args.filter.as_deref(), |_, p| {
             packets += 1;
             report.add(p);
+            if let Some((v4, v6)) = talkers.as_mut() {
+                v4.add(p);
+                v6.add(p);
+            }
             Ok(true)
         })?;
         if let Some(e) = ended.error {
             error = Some(e);
             break;
         }
+    }
+    if let (Some(path), Some((v4, v6))) = (&args.html, &talkers) {
+        let page = crate::report_html::page(&args.files, &report, &[v4, v6])
+            .map_err(|e| anyhow::anyhow!("drawing the plots: {e}"))?;
+        std::fs::write(path, page).with_context(|| format!("cannot write {path}"))?;
     }
     let mut out = std::io::stdout().lock();
     let r = &report;

@@ -551,3 +551,71 @@ fn report_counts_equal_tracereport() {
         }
     }
 }
+
+#[test]
+fn report_html_page_loads_in_a_headless_browser_with_its_plots() {
+    if !have("chromium") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let page = dir.path().join("report.html");
+    let out = output(
+        tracekit()
+            .args(["report", "--html"])
+            .arg(&page)
+            .arg(corpus("ndpi__1kxun.pcap"))
+            .arg(corpus("zeek__dns-edns-ecs.pcap")),
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let html = std::fs::read_to_string(&page).unwrap();
+    // Self-contained: nothing to fetch.
+    for outside in ["src=", "href=", "<script", "url("] {
+        assert!(
+            !html.contains(outside),
+            "the page refers to something outside: {outside}"
+        );
+    }
+    let chromium = |args: &[&str]| {
+        output(
+            Command::new("chromium")
+                .args([
+                    "--headless",
+                    "--no-sandbox",
+                    "--disable-gpu",
+                    "--hide-scrollbars",
+                ])
+                .args(args)
+                .arg(format!("file://{}", page.display())),
+        )
+    };
+    // The DOM the browser built: every plot is an SVG element with drawn content.
+    let dom = chromium(&["--dump-dom"]);
+    assert!(dom.status.success());
+    let dom = String::from_utf8_lossy(&dom.stdout);
+    for id in ["traffic", "protocols", "sizes", "ports", "talkers"] {
+        let at = dom
+            .find(&format!("<figure id=\"{id}\""))
+            .unwrap_or_else(|| panic!("plot {id} missing"));
+        let figure = &dom[at..at + dom[at..].find("</figure>").unwrap()];
+        assert!(figure.contains("<svg"), "plot {id} has no SVG");
+        assert!(
+            figure.matches("<rect").count() + figure.matches("<polyline").count() > 2,
+            "plot {id} is empty"
+        );
+    }
+    assert!(dom.contains("tcp/80"), "top ports are labelled");
+    // And it renders: a screenshot of the page is a real image.
+    let shot = dir.path().join("shot.png");
+    let st = chromium(&[
+        "--window-size=900,2400",
+        &format!("--screenshot={}", shot.display()),
+    ]);
+    assert!(st.status.success());
+    let png = std::fs::read(&shot).unwrap();
+    assert_eq!(&png[1..4], b"PNG");
+    assert!(png.len() > 20_000, "screenshot of {} bytes", png.len());
+}
