@@ -19,8 +19,9 @@ use crate::progress::Progress;
 ///
 /// Rewritten: the packet's own IPv4 or IPv6 addresses, the addresses of the header an
 /// ICMP or ICMPv6 error quotes (which travelled the other way: its destination counts as
-/// a source), and ARP sender (source) and target (destination) addresses. Tunnelled
-/// inner headers are not rewritten. By default the IP, TCP, UDP, ICMP and ICMPv6
+/// a source), ARP sender (source) and target (destination) addresses, and the same in
+/// every packet tunnelled inside (IP in IP, GRE, VXLAN, Teredo, Geneve, GTP-U; up to
+/// four levels deep). By default the IP, TCP, UDP, ICMP and ICMPv6
 /// checksums covering a rewritten address are updated (a correct checksum stays
 /// correct, a wrong one stays wrong); `--checksums zero` zeroes them as traceanon 3
 /// does. Without `-s` or `-d`, both sources and destinations are rewritten.

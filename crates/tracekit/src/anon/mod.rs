@@ -1,8 +1,10 @@
 //! Address anonymisation: prefix-preserving Crypto-PAn or prefix substitution, applied
 //! in place to the IPv4 and IPv6 addresses of captured packets (source, destination or
-//! both), to the addresses quoted inside ICMP and ICMPv6 error messages and to ARP
-//! sender and target addresses, with the IP, TCP, UDP, ICMP and ICMPv6 checksums kept
-//! valid (or zeroed, as libtrace 3's traceanon does).
+//! both), to the addresses quoted inside ICMP and ICMPv6 error messages, to ARP sender
+//! and target addresses, and to all of these in packets tunnelled inside (IP in IP, GRE,
+//! VXLAN, Teredo, Geneve, GTP-U), with the IP, TCP, UDP, ICMP and ICMPv6 checksums kept
+//! valid, including a UDP checksum that covers a tunnelled packet (or zeroed, as libtrace
+//! 3's traceanon does). A GRE checksum over a tunnelled packet is not mended.
 //!
 //! With the same 32-byte key, the IPv4 results are those of traceanon (`-c KEY`) and of
 //! the Crypto-PAn reference implementation; IPv6 addresses use the same construction
@@ -155,6 +157,18 @@ pub struct AnonStats {
     pub unchanged: u64,
 }
 
+/// The most network layers rewritten in one packet: the packet's own and those of the
+/// packets tunnelled inside it.
+const MAX_TUNNEL_LEVELS: usize = 5;
+
+/// One network layer of a packet, as offsets into its bytes.
+#[derive(Clone, Copy, Debug)]
+struct Level {
+    ethertype: u16,
+    l3: usize,
+    l4: Option<(usize, u8)>,
+}
+
 /// The deepest ICMP-error-inside-ICMP-error nesting that is followed.
 const MAX_QUOTE_DEPTH: u8 = 4;
 
@@ -275,39 +289,62 @@ impl Anonymizer {
         if !(self.source || self.dest) {
             return false;
         }
-        let (et, l3, l4, tunnelled) = {
-            let d = Decoded::from_bytes(data, link, wire_len);
-            // traceanon 3 also zeroes the TCP/UDP checksum of IPv6 carried in IPv4.
-            let tunnelled = (self.checksums == Checksums::Zero && d.ip_protocol() == Some(41))
-                .then(|| {
-                    let (t, _) = d.transport_offset()?;
-                    let (u, proto) = d.inner()?.transport_offset()?;
-                    Some((t + u, proto))
-                })
-                .flatten();
-            (
-                d.ethertype(),
-                d.layer3_offset(),
-                d.transport_offset(),
-                tunnelled,
-            )
-        };
-        let Some(off) = l3 else { return false };
-        match et {
-            ethertype::IPV4 => {
-                let done = self.ipv4(data, off, self.source, self.dest, 0);
-                if done && let Some((t, proto)) = tunnelled {
-                    zero_transport_checksum(data, t, proto);
-                }
-                done
+        // The network layer of the packet and of every packet tunnelled inside it (IP in
+        // IP, GRE, VXLAN, Teredo, ...), as offsets into `data`, outermost first.
+        let mut levels = [None; MAX_TUNNEL_LEVELS];
+        {
+            let base = data.as_ptr() as usize;
+            let mut d = Some(Decoded::from_bytes(data, link, wire_len));
+            for level in &mut levels {
+                let Some(cur) = d.take() else { break };
+                let at = cur.data().as_ptr() as usize - base;
+                let Some(l3) = cur.layer3_offset() else { break };
+                *level = Some(Level {
+                    ethertype: cur.ethertype(),
+                    l3: at + l3,
+                    l4: cur.transport_offset().map(|(t, p)| (at + t, p)),
+                });
+                d = cur.inner();
             }
+        }
+        self.rewrite_level(data, &levels, 0)
+    }
+
+    /// Rewrites the network layer at `levels[i]` and the packets tunnelled inside it,
+    /// mending the checksum of the transport that carries them.
+    fn rewrite_level(&mut self, data: &mut [u8], levels: &[Option<Level>], i: usize) -> bool {
+        let Some(Some(level)) = levels.get(i).copied() else {
+            return false;
+        };
+        let off = level.l3;
+        let done = match level.ethertype {
+            ethertype::IPV4 => self.ipv4(data, off, self.source, self.dest, 0),
             ethertype::IPV6 => {
-                let t = l4.filter(|(t, _)| *t >= off + 40);
+                let t = level.l4.filter(|(t, _)| *t >= off + 40);
                 self.ipv6(data, off, t, self.source, self.dest, 0)
             }
             ethertype::ARP => self.arp(data, off),
             _ => false,
+        };
+        if !matches!(levels.get(i + 1), Some(Some(_))) {
+            return done;
         }
+        // A UDP checksum (VXLAN, Teredo, Geneve, GTP-U) covers the tunnelled packet.
+        let covering = match level.l4 {
+            Some((t, 17)) if self.checksums == Checksums::Update => {
+                checksum_at(data, t + 6).filter(|c| *c != 0).map(|_| t)
+            }
+            _ => None,
+        };
+        let region = |data: &[u8], t: usize| ones_sum(data.get(t + 8..).unwrap_or(&[]));
+        let before = covering.map(|t| region(data, t));
+        let inner = self.rewrite_level(data, levels, i + 1);
+        if let (Some(t), Some(before)) = (covering, before) {
+            let after = region(data, t);
+            update_word(data, t + 6, before, after);
+            udp_zero_is_ones(data, t + 6);
+        }
+        done || inner
     }
 
     /// Rewrites an IPv4 header at `off` (and what its checksums cover). `depth` 0 is
