@@ -619,3 +619,21 @@ fn report_html_page_loads_in_a_headless_browser_with_its_plots() {
     assert_eq!(&png[1..4], b"PNG");
     assert!(png.len() > 20_000, "screenshot of {} bytes", png.len());
 }
+
+#[test]
+fn ends_and_report_keep_the_figures_before_damage() {
+    let damaged = corpus("corrupt__vlan_truncated_midrecord.pcap");
+    for args in [&["ends", "--json"][..], &["report", "--json"]] {
+        let out = output(tracekit().args(args).arg(&damaged));
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains("packet 200") && err.contains("199 packets"),
+            "{err}"
+        );
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert!(v["error"].as_str().unwrap().contains("packet 200"));
+    }
+    let v = json(tracekit().args(["report", "--json"]).arg(&damaged));
+    assert_eq!(v["packets"], 199);
+}
