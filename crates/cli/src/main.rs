@@ -22,6 +22,7 @@ mod rtstats;
 mod split;
 mod stats;
 mod timefmt;
+mod top;
 
 use std::process::ExitCode;
 
@@ -52,6 +53,7 @@ enum Command {
     Diff(diff::DiffArgs),
     Ends(ends::EndsArgs),
     Report(report::ReportArgs),
+    Top(top::TopArgs),
 }
 
 /// How a command ended, for the exit status: 0 success, 1 a trace or output problem
@@ -87,6 +89,7 @@ fn main() -> ExitCode {
         Command::Diff(args) => diff::run(args),
         Command::Ends(args) => ends::run(args),
         Command::Report(args) => report::run(args),
+        Command::Top(args) => top::run(args),
     };
     match result {
         Ok(Outcome::Ok) => ExitCode::SUCCESS,

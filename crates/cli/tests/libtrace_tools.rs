@@ -637,3 +637,102 @@ fn ends_and_report_keep_the_figures_before_damage() {
     let v = json(tracekit().args(["report", "--json"]).arg(&damaged));
     assert_eq!(v["packets"], 199);
 }
+
+#[test]
+fn top_once_over_a_whole_file_counts_what_traceends_counts() {
+    if !have("traceends") {
+        return;
+    }
+    let path = corpus("libtrace__vlan.pcap");
+    let theirs = traceends(&path, "v4");
+    let v = json(
+        tracekit()
+            .args([
+                "top",
+                "--once",
+                "--json",
+                "--by",
+                "endpoints",
+                "-n",
+                "1000",
+                "-i",
+                "1000000000",
+            ])
+            .arg(&path),
+    );
+    let top = v["top"].as_array().unwrap();
+    assert_eq!(top.len(), theirs.len());
+    assert_eq!(v["distinct"], theirs.len());
+    for e in top {
+        let t = &theirs[e["key"].as_str().unwrap()];
+        let n = |i: usize| t[i].parse::<u64>().unwrap();
+        // traceends' received bytes are IP lengths; top's are wire lengths.
+        assert_eq!(e["packets"], n(1) + n(4), "{e}");
+    }
+    // Busiest first.
+    let bytes: Vec<u64> = top.iter().map(|e| e["bytes"].as_u64().unwrap()).collect();
+    assert!(bytes.windows(2).all(|w| w[0] >= w[1]));
+    // Intervals: one object per interval with traffic, their packets adding up.
+    let out = output(tracekit().args(["top", "--json", "-i", "1"]).arg(&path));
+    let lines: Vec<serde_json::Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert!(lines.len() > 1);
+    assert_eq!(
+        lines
+            .iter()
+            .map(|l| l["packets"].as_u64().unwrap())
+            .sum::<u64>(),
+        395
+    );
+}
+
+#[test]
+fn top_draws_its_table_in_a_terminal_and_quits_on_q() {
+    if !have("script") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("typescript");
+    let cmd = format!(
+        "stty rows 30 cols 110; {} top -n 5 {}",
+        env!("CARGO_BIN_EXE_tracekit"),
+        corpus("ndpi__1kxun.pcap").display()
+    );
+    let mut child = Command::new("script")
+        .args(["-qfc", &cmd])
+        .arg(&log)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    use std::io::Write as _;
+    child.stdin.as_mut().unwrap().write_all(b"q").unwrap();
+    let status = child.wait().unwrap();
+    assert!(status.success());
+    // The screen's text: escape sequences (cursor moves, styles) become spaces.
+    let raw = String::from_utf8_lossy(&std::fs::read(&log).unwrap()).into_owned();
+    let mut text = String::new();
+    let mut chars = raw.chars();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            for c in chars.by_ref() {
+                if c.is_ascii_alphabetic() {
+                    break;
+                }
+            }
+            text.push(' ');
+        } else {
+            text.push(c);
+        }
+    }
+    let screen = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        screen.contains("tracekit top: "),
+        "no table drawn: {screen}"
+    );
+    assert!(screen.contains("q: quit"));
+    assert!(screen.contains("192.168.2.126"));
+}

@@ -3,9 +3,11 @@
 
 mod ends;
 mod report;
+mod top;
 
 pub use ends::{Endpoint, EndpointCounts, EndpointKind, Endpoints};
 pub use report::{Count, MAX_SEGMENT, Report, SIZE_BUCKETS, server_port, syn_option};
+pub use top::{Snapshot, Top, TopBy, TopKey};
 use tracekit_core::Packet;
 use tracekit_decode::Anomaly;
 use tracekit_decode::{Decoded, Transport, ip_proto};
