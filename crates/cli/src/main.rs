@@ -16,6 +16,7 @@ mod numbered;
 mod output;
 mod ports;
 mod progress;
+mod replay;
 mod report;
 mod report_html;
 mod rtstats;
@@ -54,6 +55,7 @@ enum Command {
     Ends(ends::EndsArgs),
     Report(report::ReportArgs),
     Top(top::TopArgs),
+    Replay(replay::ReplayArgs),
 }
 
 /// How a command ended, for the exit status: 0 success, 1 a trace or output problem
@@ -90,6 +92,7 @@ fn main() -> ExitCode {
         Command::Ends(args) => ends::run(args),
         Command::Report(args) => report::run(args),
         Command::Top(args) => top::run(args),
+        Command::Replay(args) => replay::run(args),
     };
     match result {
         Ok(Outcome::Ok) => ExitCode::SUCCESS,

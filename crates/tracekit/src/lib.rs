@@ -49,6 +49,7 @@ mod format;
 pub mod merge;
 pub mod parallel;
 mod parts;
+pub mod replay;
 mod sink;
 mod source;
 mod summary;
