@@ -736,3 +736,136 @@ fn top_draws_its_table_in_a_terminal_and_quits_on_q() {
     assert!(screen.contains("q: quit"));
     assert!(screen.contains("192.168.2.126"));
 }
+
+/// (µs time stamp, wire length, bytes) of every packet of a classic pcap file (any
+/// compression tracekit reads), with its link type.
+fn pcap_rows(path: &Path) -> (u32, Vec<(u64, u32, Vec<u8>)>) {
+    let mut s = tracekit::open(path.to_str().unwrap()).unwrap();
+    let mut rows = Vec::new();
+    let mut link = 0;
+    while let Some(p) = tracekit::CaptureSource::next_packet(&mut s).unwrap() {
+        link = p.link_type().0;
+        rows.push((
+            p.ts().as_unix_nanos() / 1000,
+            p.wire_len(),
+            p.data().to_vec(),
+        ));
+    }
+    (link, rows)
+}
+
+#[test]
+fn legacy_dag_files_read_as_traceconvert_converts_them() {
+    if !have("traceconvert") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    for kind in ["atm", "eth", "pos"] {
+        let input = corpus(&format!("libtrace__legacy{kind}.gz"));
+        let theirs_path = dir.path().join(format!("{kind}.pcap"));
+        let st = Command::new("traceconvert")
+            .arg(format!("legacy{kind}:{}", input.display()))
+            .arg(uri(&theirs_path))
+            .status()
+            .unwrap();
+        assert!(st.success());
+        let (their_link, theirs) = pcap_rows(&theirs_path);
+        let mut ours = tracekit::open(&format!("legacy{kind}:{}", input.display())).unwrap();
+        let mut n = 0;
+        while let Some(p) = tracekit::CaptureSource::next_packet(&mut ours).unwrap() {
+            let (ts, wire, bytes) = &theirs[n];
+            n += 1;
+            let what = format!("legacy{kind} packet {n}");
+            assert_eq!(p.ts().as_unix_nanos() / 1000, *ts, "{what}: time stamp");
+            let data = p.data();
+            match kind {
+                // libtrace 3 writes one byte past the 48-byte cell payload, counts it in
+                // the wire length, and stores the DLT number 11 where pcap wants
+                // LINKTYPE_ATM_RFC1483 (100).
+                "atm" => {
+                    assert_eq!((p.link_type().0, their_link), (100, 11));
+                    assert_eq!(
+                        (data.len(), bytes.len(), p.wire_len(), *wire),
+                        (48, 49, 48, 49),
+                        "{what}"
+                    );
+                    assert_eq!(data, &bytes[..48], "{what}");
+                }
+                // libtrace 3 writes the whole 64-byte record's length from where the
+                // frame starts: 10 bytes past the record.
+                "eth" => {
+                    assert_eq!((p.link_type().0, their_link), (1, 1));
+                    assert_eq!((data.len(), bytes.len()), (54, 64), "{what}");
+                    assert_eq!(data, &bytes[..54], "{what}");
+                    assert_eq!(p.wire_len(), *wire, "{what}");
+                }
+                // The same for PoS: up to 64 bytes from where the frame starts, 16 bytes
+                // past the record when the frame is longer than the 48 captured.
+                _ => {
+                    assert_eq!((p.link_type().0, their_link), (50, 50));
+                    assert_eq!(data.len(), (*wire as usize).min(48), "{what}");
+                    assert_eq!(bytes.len(), (*wire as usize).min(64), "{what}");
+                    assert_eq!(data, &bytes[..data.len()], "{what}");
+                    assert_eq!(p.wire_len(), *wire, "{what}");
+                }
+            }
+        }
+        assert_eq!(n, theirs.len(), "legacy{kind}: packets");
+        assert_eq!(n, 100);
+    }
+    // Named, never guessed: the same file read without a prefix is not taken for ERF.
+    let out = output(tracekit().arg("info").arg(corpus("libtrace__legacyeth.gz")));
+    assert_eq!(out.status.code(), Some(1));
+    // A file cut inside a record: the whole records, then an error naming the record.
+    let raw = {
+        let mut s = tracekit::open(&format!(
+            "legacyeth:{}",
+            corpus("libtrace__legacyeth.gz").display()
+        ))
+        .unwrap();
+        let mut n = 0;
+        while tracekit::CaptureSource::next_packet(&mut s)
+            .unwrap()
+            .is_some()
+        {
+            n += 1;
+        }
+        n
+    };
+    assert_eq!(raw, 100);
+    let cut = dir.path().join("cut.raw");
+    let mut bytes = Vec::new();
+    std::io::Read::read_to_end(
+        &mut flate2_free_gunzip(&corpus("libtrace__legacyeth.gz")),
+        &mut bytes,
+    )
+    .unwrap();
+    std::fs::write(&cut, &bytes[..64 * 7 + 30]).unwrap();
+    let out = output(
+        tracekit()
+            .arg("info")
+            .arg(format!("legacyeth:{}", cut.display())),
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("packet 8"), "{err}");
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("7"),
+        "the 7 whole records are counted"
+    );
+    // Read only.
+    let out = output(
+        tracekit()
+            .arg("convert")
+            .arg(corpus("libtrace__100_packets.pcap"))
+            .arg(format!("legacyeth:{}", dir.path().join("x").display())),
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("does not write"));
+}
+
+/// The decompressed bytes of a gzip file, by `gzip -dc`.
+fn flate2_free_gunzip(path: &Path) -> std::io::Cursor<Vec<u8>> {
+    let out = output(Command::new("gzip").arg("-dc").arg(path));
+    std::io::Cursor::new(out.stdout)
+}
