@@ -14,6 +14,8 @@
 #   T8 gzwrite    tracekit-bench t8   | libtrace 3, gzip -6
 #   merge         tracekit merge      | mergecap (the two halves of the full trace)
 #   split         tracekit split      | editcap -c 100000
+#   anon          tracekit anon       | traceanon -s -d -c KEY (libtrace 3; the IPv4 packets)
+#   report        tracekit report     | tracereport (libtrace 3; every report but flows)
 #
 # The peers are written in benches/peers/ and built here with the system libraries
 # (libpcap-dev, libtins-dev, libtrace3-dev; installed when run as root). Inputs come from
@@ -49,6 +51,14 @@ dns="${BENCH_INPUT:-$out/gen-400000-dns.pcap}"
 if [ -z "${BENCH_INPUT:-}" ] && [ ! -f "$dns" ]; then
     cargo run --release -q -p tracekit-cli -- convert -f "udp port 53" "$full" "$dns"
 fi
+
+# anon's input: the IPv4 packets (traceanon 3 rewrites no IPv6), so that both outputs hold
+# the same packets.
+v4="${BENCH_INPUT:-$out/gen-400000-v4.pcap}"
+if [ -z "${BENCH_INPUT:-}" ] && [ ! -f "$v4" ]; then
+    "$bin/tracekit" convert -f "ip" "$full" "$v4"
+fi
+key=tracekit-compare-key-32-bytes-ok
 
 # Inputs of the compression and trace-tool tasks: gzip and bzip2 files as the standard
 # tools write them (single stream), and the two halves of the full trace.
@@ -98,6 +108,8 @@ tasks=(
     "merge halves^$tk merge -w $w/merge-ours.pcap $half-000000.pcap $half-000001.pcap^mergecap^mergecap -F pcap -w $w/merge-theirs.pcap $half-000000.pcap $half-000001.pcap^$dg $w/merge-ours.pcap^$dg $w/merge-theirs.pcap"
     "split 100k^$tk split --packets 100000 $full $w/split-ours/s.pcap^editcap -c^editcap -c 100000 $full $w/split-theirs/e.pcap^bash -c \"$dg $w/split-ours/*\"^bash -c \"$dg $w/split-theirs/*\""
     "merge halves (96 B)^$tk merge -w $w/smerge-ours.pcap $shalf-000000.pcap $shalf-000001.pcap^mergecap^mergecap -F pcap -w $w/smerge-theirs.pcap $shalf-000000.pcap $shalf-000001.pcap^$dg $w/smerge-ours.pcap^$dg $w/smerge-theirs.pcap"
+    "anon^$tk anon --checksums zero -c $key $v4 $w/anon-ours.pcap^traceanon^traceanon -s -d -c $key pcapfile:$v4 pcapfile:$w/anon-theirs.pcap^$dg $w/anon-ours.pcap^$dg $w/anon-theirs.pcap"
+    "report^$tk report --json $full > $w/report.json^tracereport^cd $w && tracereport pcapfile:$full 2>/dev/null^grep -o packets.:[0-9]* $w/report.json | head -1 | tr -dc 0-9^grep -o 'Total Packets: [0-9]*' $w/misc.rpt | tr -dc 0-9"
     "split 100k (96 B)^$tk split --packets 100000 $snap $w/ssplit-ours/s.pcap^editcap -c^editcap -c 100000 $snap $w/ssplit-theirs/e.pcap^bash -c \"$dg $w/ssplit-ours/*\"^bash -c \"$dg $w/ssplit-theirs/*\""
 )
 

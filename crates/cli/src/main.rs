@@ -3,9 +3,12 @@
 
 #![forbid(unsafe_code)]
 
+mod anon;
 mod capture;
 mod convert;
+mod diff;
 mod dump;
+mod ends;
 mod fields;
 mod info;
 mod merge;
@@ -13,10 +16,14 @@ mod numbered;
 mod output;
 mod ports;
 mod progress;
+mod replay;
+mod report;
+mod report_html;
 mod rtstats;
 mod split;
 mod stats;
 mod timefmt;
+mod top;
 
 use std::process::ExitCode;
 
@@ -43,6 +50,12 @@ enum Command {
     Merge(merge::MergeArgs),
     Ports(ports::PortsArgs),
     Rtstats(rtstats::RtstatsArgs),
+    Anon(anon::AnonArgs),
+    Diff(diff::DiffArgs),
+    Ends(ends::EndsArgs),
+    Report(report::ReportArgs),
+    Top(top::TopArgs),
+    Replay(replay::ReplayArgs),
 }
 
 /// How a command ended, for the exit status: 0 success, 1 a trace or output problem
@@ -52,6 +65,8 @@ pub enum Outcome {
     Ok,
     Failed,
     Interrupted,
+    /// A command's own status (`diff`: 1 when the traces differ, 2 on trouble).
+    Exit(u8),
 }
 
 fn main() -> ExitCode {
@@ -72,11 +87,18 @@ fn main() -> ExitCode {
         Command::Merge(args) => merge::run(args),
         Command::Ports(args) => ports::run(args),
         Command::Rtstats(args) => rtstats::run(args),
+        Command::Anon(args) => anon::run(args),
+        Command::Diff(args) => diff::run(args),
+        Command::Ends(args) => ends::run(args),
+        Command::Report(args) => report::run(args),
+        Command::Top(args) => top::run(args),
+        Command::Replay(args) => replay::run(args),
     };
     match result {
         Ok(Outcome::Ok) => ExitCode::SUCCESS,
         Ok(Outcome::Failed) => ExitCode::from(1),
         Ok(Outcome::Interrupted) => ExitCode::from(130),
+        Ok(Outcome::Exit(code)) => ExitCode::from(code),
         Err(e) => {
             if is_broken_pipe(&e) {
                 // `tracekit ... | head`: the reader went away; that is not an error.

@@ -261,6 +261,20 @@ impl<'a> Decoded<'a> {
         n
     }
 
+    /// Where the network layer starts in the captured bytes, if the link layer leads to
+    /// one (for tools that rewrite headers in place, such as address anonymisation).
+    pub fn layer3_offset(&self) -> Option<usize> {
+        let li = self.link_info();
+        ((li.l3_off as usize) < self.data.len()).then_some(li.l3_off as usize)
+    }
+
+    /// Where the transport header starts in the captured bytes, with its protocol
+    /// number, if it is in this packet (not for non-first fragments).
+    pub fn transport_offset(&self) -> Option<(usize, u8)> {
+        let n = self.net();
+        (n.l4 == L4State::Present).then_some((n.l4_off as usize, n.proto))
+    }
+
     /// The IPv4 header, if the network layer is IPv4 and its fixed part was captured.
     pub fn ipv4(&self) -> Option<Ipv4Header<'a>> {
         let n = self.net();

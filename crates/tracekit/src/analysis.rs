@@ -1,6 +1,13 @@
 //! Whole-trace analyses built on the decoder: the libtrace paper's Ports analysis and a
 //! protocol breakdown. Both accumulate packet by packet without allocating.
 
+mod ends;
+mod report;
+mod top;
+
+pub use ends::{Endpoint, EndpointCounts, EndpointKind, Endpoints};
+pub use report::{Count, MAX_SEGMENT, Report, SIZE_BUCKETS, server_port, syn_option};
+pub use top::{Snapshot, Top, TopBy, TopKey};
 use tracekit_core::Packet;
 use tracekit_decode::Anomaly;
 use tracekit_decode::{Decoded, Transport, ip_proto};

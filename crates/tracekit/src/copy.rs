@@ -1,6 +1,6 @@
 //! Copying a trace into a sink, interface descriptions included.
 
-use tracekit_core::{CaptureSource, Error, InterfaceInfo};
+use tracekit_core::{CaptureSource, Error, InterfaceInfo, Meta, Packet};
 
 use crate::{Sink, Source};
 
@@ -138,6 +138,44 @@ pub fn copy_while(
             sink.write_packet(&packet)
         };
         wrote.map_err(|e| (CopyError::Write(e), written))?;
+        written += 1;
+        if !go_on(source) {
+            return Ok(written);
+        }
+    }
+}
+
+/// [`copy_while`], passing each packet's bytes through `rewrite` on the way (in one
+/// buffer reused for every packet, so nothing is allocated per packet): for tools that
+/// change packets in place, such as address anonymisation.
+pub fn copy_rewriting_while(
+    source: &mut Source,
+    sink: &mut Sink,
+    mut rewrite: impl FnMut(&mut [u8], &Meta),
+    mut go_on: impl FnMut(&Source) -> bool,
+) -> Result<u64, (CopyError, u64)> {
+    let mut describer = InterfaceDescriber::default();
+    let mut buf = Vec::new();
+    let mut written = 0u64;
+    loop {
+        let meta = match source.next_packet() {
+            Ok(Some(p)) => {
+                buf.clear();
+                buf.extend_from_slice(p.data());
+                *p.meta()
+            }
+            Ok(None) => return Ok(written),
+            Err(e) => return Err((CopyError::Read(e), written)),
+        };
+        rewrite(&mut buf, &meta);
+        if describer.is_new(meta.interface) {
+            describer
+                .describe(sink, meta.interface, |i| source.interface_info(i))
+                .map_err(|e| (CopyError::Write(e), written))?;
+        }
+        let options = source.current_packet().and_then(|p| p.options());
+        sink.write_packet(&Packet::new(&buf, meta).with_options(options))
+            .map_err(|e| (CopyError::Write(e), written))?;
         written += 1;
         if !go_on(source) {
             return Ok(written);

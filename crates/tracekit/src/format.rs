@@ -5,6 +5,7 @@ use std::fmt;
 use tracekit_core::Error;
 use tracekit_erf::looks_like_erf;
 use tracekit_io::Compression;
+use tracekit_legacy::LegacyKind;
 use tracekit_pcap::FileHeader;
 use tracekit_pcapng::is_pcapng;
 
@@ -18,6 +19,9 @@ pub enum Format {
     Pcapng,
     /// Endace ERF.
     Erf,
+    /// A legacy DAG file (read only, never detected: named by `legacyatm:`,
+    /// `legacyeth:` or `legacypos:`).
+    Legacy(LegacyKind),
 }
 
 impl Format {
@@ -31,6 +35,7 @@ impl Format {
             Format::Pcap => "pcap",
             Format::Pcapng => "pcapng",
             Format::Erf => "erf",
+            Format::Legacy(k) => k.name(),
         }
     }
 
@@ -40,6 +45,9 @@ impl Format {
             "pcap" | "libpcap" | "tcpdump" => Some(Format::Pcap),
             "pcapng" | "ntar" => Some(Format::Pcapng),
             "erf" | "dag" => Some(Format::Erf),
+            "legacyatm" => Some(Format::Legacy(LegacyKind::Atm)),
+            "legacyeth" => Some(Format::Legacy(LegacyKind::Ethernet)),
+            "legacypos" => Some(Format::Legacy(LegacyKind::Pos)),
             _ => None,
         }
     }

@@ -13,8 +13,9 @@
 //!   and says how many it holds ([`Kept`]).
 //! - [`Summary`] accumulates capinfos-style figures.
 //!
-//! Formats: classic pcap ([`tracekit_pcap`]), pcapng ([`tracekit_pcapng`]) and ERF
-//! ([`tracekit_erf`]); compression and live capture plug in here as they land, each as one
+//! Formats: classic pcap ([`tracekit_pcap`]), pcapng ([`tracekit_pcapng`]), ERF
+//! ([`tracekit_erf`]) and, read only and named by prefix, legacy DAG files
+//! ([`tracekit_legacy`]); compression and live capture plug in here as they land, each as one
 //! more arm of the [`Source`]/[`Sink`] enums. [`copy`] copies a trace into a sink with its interface
 //! descriptions.
 //!
@@ -41,17 +42,20 @@
 #![forbid(unsafe_code)]
 
 pub mod analysis;
+pub mod anon;
 mod copy;
 mod destination;
+pub mod diff;
 mod format;
 pub mod merge;
 pub mod parallel;
 mod parts;
+pub mod replay;
 mod sink;
 mod source;
 mod summary;
 
-pub use copy::{CopyError, InterfaceDescriber, copy, copy_while};
+pub use copy::{CopyError, InterfaceDescriber, copy, copy_rewriting_while, copy_while};
 pub use destination::{FileId, InputFiles, Kept, WriteFailure};
 pub use format::Format;
 pub use parts::{Cut, Part, PartFailure, PartNames, PartWriter, PartsDone};
@@ -73,5 +77,6 @@ pub use tracekit_filter::Filter;
 pub use tracekit_io::{Compression, ReadMode};
 pub use {
     tracekit_core as core, tracekit_decode as decode, tracekit_erf as erf,
-    tracekit_filter as filter, tracekit_io as io, tracekit_pcap as pcap, tracekit_pcapng as pcapng,
+    tracekit_filter as filter, tracekit_io as io, tracekit_legacy as legacy, tracekit_pcap as pcap,
+    tracekit_pcapng as pcapng,
 };

@@ -227,6 +227,9 @@ pub fn create_checked(
         )
         .with_path(path));
     }
+    if let Format::Legacy(kind) = format {
+        return Err(read_only(kind).with_path(path));
+    }
     let (destination, landing) = Destination::open(path, options.in_place)?;
     let file: Box<dyn Write + Send> = Box::new(destination.writer);
     let out = if compression == Compression::None {
@@ -254,6 +257,7 @@ pub fn create_checked(
             SinkKind::Pcapng(PcapngWriter::new(out, ng_options).map_err(|e| e.with_path(path))?)
         }
         Format::Erf => SinkKind::Erf(ErfWriter::new(out, ErfWriterOptions { snaplen })),
+        Format::Legacy(kind) => return Err(read_only(kind).with_path(path)),
     };
     let tracker = Tracker {
         exact: compression == Compression::None,
@@ -367,4 +371,12 @@ impl CaptureSink for Sink {
     fn finish(self: Box<Self>) -> Result<SinkReport, Error> {
         Sink::finish(*self)
     }
+}
+
+/// Legacy DAG formats are read, not written.
+fn read_only(kind: tracekit_legacy::LegacyKind) -> Error {
+    Error::unsupported(format!(
+        "{} is a legacy format tracekit reads but does not write",
+        kind.name()
+    ))
 }

@@ -10,6 +10,7 @@ use tracekit_core::{
 use tracekit_erf::{ErfReader, ErfReaderOptions};
 use tracekit_filter::Filter;
 use tracekit_io::{Compression, Input, ReadMode};
+use tracekit_legacy::LegacyReader;
 use tracekit_pcap::PcapReader;
 use tracekit_pcapng::{PcapngReader, PcapngReaderOptions};
 
@@ -65,6 +66,7 @@ enum SourceKind {
     Pcap(PcapReader),
     Pcapng(PcapngReader),
     Erf(ErfReader),
+    Legacy(LegacyReader),
     #[cfg(all(feature = "live", target_os = "linux"))]
     Live(Box<AfPacket>),
 }
@@ -81,7 +83,17 @@ pub fn is_live_uri(uri: &str) -> bool {
 fn split_uri(uri: &str) -> (Option<&str>, &str) {
     if let Some((scheme, rest)) = uri.split_once(':') {
         let lower = scheme.to_ascii_lowercase();
-        let known = ["pcap", "pcapng", "erf", "file", "dag"].contains(&lower.as_str())
+        let known = [
+            "pcap",
+            "pcapng",
+            "erf",
+            "file",
+            "dag",
+            "legacyatm",
+            "legacyeth",
+            "legacypos",
+        ]
+        .contains(&lower.as_str())
             || LIVE_SCHEMES.contains(&lower.as_str());
         if known && !rest.is_empty() {
             return (Some(scheme), rest);
@@ -197,6 +209,8 @@ pub fn open_with(uri: &str, options: &OpenOptions) -> Result<Source, Error> {
         }
     });
     let format = match (forced, detected) {
+        // Legacy DAG files have no magic number: named, they are believed.
+        (Some(f @ Format::Legacy(_)), _) => f,
         (Some(f), Ok(d)) if f != d => {
             return Err(Error::invalid_argument(format!(
                 "asked to read {f}, but the content is {d}"
@@ -223,6 +237,7 @@ pub fn open_with(uri: &str, options: &OpenOptions) -> Result<Source, Error> {
                 skip_meta: options.metadata == Metadata::Skip,
             },
         )?),
+        Format::Legacy(kind) => SourceKind::Legacy(LegacyReader::from_input_with(input, kind)?),
     };
     Ok(Source {
         kind,
@@ -267,6 +282,7 @@ impl Source {
             SourceKind::Pcap(r) => r.format(),
             SourceKind::Pcapng(r) => r.format(),
             SourceKind::Erf(r) => r.format(),
+            SourceKind::Legacy(r) => r.format(),
             #[cfg(all(feature = "live", target_os = "linux"))]
             SourceKind::Live(c) => &**c,
         }
@@ -278,6 +294,7 @@ impl Source {
             SourceKind::Pcap(r) => Some(r.input()),
             SourceKind::Pcapng(r) => Some(r.input()),
             SourceKind::Erf(r) => Some(r.input()),
+            SourceKind::Legacy(r) => Some(r.input()),
             #[cfg(all(feature = "live", target_os = "linux"))]
             SourceKind::Live(_) => None,
         }
@@ -289,6 +306,7 @@ impl Source {
             SourceKind::Pcap(_) => Some(Format::Pcap),
             SourceKind::Pcapng(_) => Some(Format::Pcapng),
             SourceKind::Erf(_) => Some(Format::Erf),
+            SourceKind::Legacy(r) => Some(Format::Legacy(r.format().kind())),
             #[cfg(all(feature = "live", target_os = "linux"))]
             SourceKind::Live(_) => None,
         }
@@ -383,6 +401,7 @@ impl Source {
             SourceKind::Pcap(r) => r.current_packet(),
             SourceKind::Pcapng(r) => r.current_packet(),
             SourceKind::Erf(r) => r.current_packet(),
+            SourceKind::Legacy(r) => r.current_packet(),
             #[cfg(all(feature = "live", target_os = "linux"))]
             SourceKind::Live(c) => c.current_packet(),
         }
@@ -395,6 +414,7 @@ impl Source {
             SourceKind::Pcap(r) => Some(r.input_mut()),
             SourceKind::Pcapng(r) => Some(r.input_mut()),
             SourceKind::Erf(r) => Some(r.input_mut()),
+            SourceKind::Legacy(r) => Some(r.input_mut()),
             #[cfg(all(feature = "live", target_os = "linux"))]
             SourceKind::Live(_) => None,
         }
@@ -420,6 +440,7 @@ impl CaptureSource for Source {
                 SourceKind::Pcap(r) => r.next_packet(),
                 SourceKind::Pcapng(r) => r.next_packet(),
                 SourceKind::Erf(r) => r.next_packet(),
+                SourceKind::Legacy(r) => r.next_packet(),
                 #[cfg(all(feature = "live", target_os = "linux"))]
                 SourceKind::Live(c) => c.next_packet(),
             }
@@ -439,6 +460,7 @@ impl CaptureSource for Source {
             SourceKind::Pcap(r) => r.stats(),
             SourceKind::Pcapng(r) => r.stats(),
             SourceKind::Erf(r) => r.stats(),
+            SourceKind::Legacy(r) => r.stats(),
             #[cfg(all(feature = "live", target_os = "linux"))]
             SourceKind::Live(c) => c.stats(),
         };
@@ -467,6 +489,7 @@ impl Source {
             SourceKind::Pcap(r) => r.next_matching(&mut keep),
             SourceKind::Pcapng(r) => r.next_matching(&mut keep),
             SourceKind::Erf(r) => r.next_matching(&mut keep),
+            SourceKind::Legacy(r) => r.next_matching(&mut keep),
             #[cfg(all(feature = "live", target_os = "linux"))]
             SourceKind::Live(c) => c.next_matching(&mut keep),
         }
