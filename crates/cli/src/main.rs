@@ -7,6 +7,7 @@ mod capture;
 mod convert;
 mod dump;
 mod fields;
+mod flows;
 mod info;
 mod merge;
 mod numbered;
@@ -42,6 +43,7 @@ enum Command {
     Split(split::SplitArgs),
     Merge(merge::MergeArgs),
     Ports(ports::PortsArgs),
+    Flows(flows::FlowsArgs),
     Rtstats(rtstats::RtstatsArgs),
 }
 
@@ -71,6 +73,7 @@ fn main() -> ExitCode {
         Command::Split(args) => split::run(args),
         Command::Merge(args) => merge::run(args),
         Command::Ports(args) => ports::run(args),
+        Command::Flows(args) => flows::run(args),
         Command::Rtstats(args) => rtstats::run(args),
     };
     match result {

@@ -1,0 +1,196 @@
+//! `tracekit flows` against tshark's conversation tables (`-z conv,tcp`, `-z conv,udp`)
+//! on every corpus file tshark reads: per conversation, frames each way and bytes equal.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::Command;
+
+use tracekit_testdata::{corpus, have, manifest};
+
+fn tracekit() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_tracekit"))
+}
+
+/// An unordered conversation: protocol and the two endpoints as text, smaller first.
+type Pair = (String, String, String);
+
+/// (frames A->B, frames B->A, bytes in total, packets whose transport header the
+/// capture cut) with A the pair's first endpoint.
+type Counts = (u64, u64, u64, u64);
+
+fn pair(proto: &str, a: String, b: String) -> (Pair, bool) {
+    if a <= b {
+        ((proto.to_string(), a, b), false)
+    } else {
+        ((proto.to_string(), b, a), true)
+    }
+}
+
+/// tshark's `-z conv` bytes cell: exact below 10 kB, else a rounded count of kB/MB/GB.
+#[derive(Debug, Clone, Copy)]
+struct Bytes {
+    value: u64,
+    unit: u64,
+}
+
+impl Bytes {
+    fn matches(&self, ours: u64) -> bool {
+        if self.unit == 1 {
+            return ours == self.value;
+        }
+        // Wireshark prints an integer number of units: accept either rounding.
+        let lo = self.value.saturating_sub(1) * self.unit;
+        let hi = (self.value + 1) * self.unit;
+        lo <= ours && ours <= hi
+    }
+}
+
+fn unit(u: &str) -> u64 {
+    match u {
+        "bytes" => 1,
+        "kB" => 1_000,
+        "MB" => 1_000_000,
+        "GB" => 1_000_000_000,
+        other => panic!("unknown unit {other}"),
+    }
+}
+
+/// Normalises an endpoint `addr:port` (IPv6 addresses as tshark prints them).
+fn endpoint(text: &str) -> String {
+    let (addr, port) = text.rsplit_once(':').expect("addr:port");
+    let addr: std::net::IpAddr = addr.parse().expect("address");
+    format!("{addr}|{port}")
+}
+
+/// tshark's (frames A->B, frames B->A, bytes in total).
+type TsharkCounts = (u64, u64, Bytes);
+
+/// tshark's conversations, or `None` if tshark cannot read the file.
+fn tshark_conversations(path: &Path) -> Option<BTreeMap<Pair, Vec<TsharkCounts>>> {
+    let out = Command::new("tshark")
+        .args(["-n", "-q", "-o", "ip.defragment:FALSE", "-o"])
+        .arg("ipv6.defragment:FALSE")
+        .arg("-r")
+        .arg(path)
+        .args(["-z", "conv,tcp", "-z", "conv,udp"])
+        .output()
+        .expect("tshark runs");
+    let text = String::from_utf8_lossy(&out.stdout);
+    if !text.contains("Conversations") {
+        return None;
+    }
+    let mut convs: BTreeMap<Pair, Vec<TsharkCounts>> = BTreeMap::new();
+    let mut proto = "";
+    for line in text.lines() {
+        if line.starts_with("TCP Conversations") {
+            proto = "tcp";
+        } else if line.starts_with("UDP Conversations") {
+            proto = "udp";
+        }
+        let cols: Vec<&str> = line.split_whitespace().collect();
+        if cols.len() < 13 || cols[1] != "<->" {
+            continue;
+        }
+        // A <-> B | frames B->A, bytes | frames A->B, bytes | total frames, bytes | ...
+        let (a, b) = (endpoint(cols[0]), endpoint(cols[2]));
+        let ba: u64 = cols[3].parse().unwrap();
+        let ab: u64 = cols[6].parse().unwrap();
+        let total = Bytes {
+            value: cols[10].parse().unwrap(),
+            unit: unit(cols[11]),
+        };
+        let (key, swapped) = pair(proto, a, b);
+        let frames = if swapped { (ba, ab) } else { (ab, ba) };
+        convs
+            .entry(key)
+            .or_default()
+            .push((frames.0, frames.1, total));
+    }
+    Some(convs)
+}
+
+fn our_conversations(path: &Path) -> BTreeMap<Pair, Vec<Counts>> {
+    let out = tracekit()
+        .args(["flows", "--json", "--timeout-idle", "0"])
+        .arg(path)
+        .output()
+        .unwrap();
+    let mut convs: BTreeMap<Pair, Vec<Counts>> = BTreeMap::new();
+    for line in String::from_utf8_lossy(&out.stdout).lines() {
+        let v: serde_json::Value = serde_json::from_str(line).expect("one JSON object a line");
+        let proto = v["proto"].as_str().unwrap();
+        if proto != "tcp" && proto != "udp" {
+            continue;
+        }
+        let n = |f: &str| v[f].as_u64().unwrap();
+        // Non-first fragments alone: tshark (defragmentation off) puts them in no
+        // conversation.
+        // A flow of packets whose TCP header was cut: tshark has none.
+        if n("fragments") == n("packets") || n("truncated") == n("packets") {
+            continue;
+        }
+        let src = format!("{}|{}", v["src_addr"].as_str().unwrap(), n("src_port"));
+        let dst = format!("{}|{}", v["dst_addr"].as_str().unwrap(), n("dst_port"));
+        let (key, swapped) = pair(proto, src, dst);
+        let frames = if swapped {
+            (n("packets_ba"), n("packets_ab"))
+        } else {
+            (n("packets_ab"), n("packets_ba"))
+        };
+        convs
+            .entry(key)
+            .or_default()
+            .push((frames.0, frames.1, n("bytes"), n("truncated")));
+    }
+    convs
+}
+
+#[test]
+fn flows_equal_tshark_conversations_on_every_corpus_file() {
+    if !have("tshark") {
+        return;
+    }
+    let mut compared = 0;
+    let mut conversations = 0;
+    let mut problems = Vec::new();
+    for entry in manifest() {
+        let path = corpus(&entry.file);
+        let Some(theirs) = tshark_conversations(&path) else {
+            continue;
+        };
+        let ours = our_conversations(&path);
+        compared += 1;
+        let keys: std::collections::BTreeSet<&Pair> = theirs.keys().chain(ours.keys()).collect();
+        for k in keys {
+            let mut t = theirs.get(k).cloned().unwrap_or_default();
+            let mut o = ours.get(k).cloned().unwrap_or_default();
+            t.sort_by_key(|c| (c.0, c.1));
+            o.sort();
+            conversations += t.len();
+            // tshark leaves out packets whose TCP header (options included) the capture
+            // cut; we count them (their ports were captured) and say how many.
+            let same = t.len() == o.len()
+                && t.iter().zip(&o).all(|(t, o)| {
+                    if o.3 == 0 {
+                        (t.0, t.1) == (o.0, o.1) && t.2.matches(o.2)
+                    } else {
+                        t.0 <= o.0 && t.1 <= o.1 && t.0 + t.1 + o.3 == o.0 + o.1
+                    }
+                });
+            if !same {
+                problems.push(format!("{}: {k:?}: tshark {t:?}, ours {o:?}", entry.file));
+            }
+        }
+    }
+    assert!(
+        compared > 60,
+        "only {compared} corpus files compared with tshark"
+    );
+    assert!(conversations > 500, "only {conversations} conversations");
+    assert!(
+        problems.is_empty(),
+        "{} differences:\n{}",
+        problems.len(),
+        problems.join("\n")
+    );
+}
