@@ -54,9 +54,13 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+pub mod defrag;
 mod key;
 mod table;
 
+pub use defrag::{
+    DefragAnomaly, DefragConfig, DefragStats, Defragged, Defragmenter, OverlapPolicy,
+};
 pub use key::{Endpoint, FlowKey, KeyOptions, Side};
 pub use table::{
     DirectionStats, EndReason, FlowConfig, FlowRecord, FlowStats, FlowTable, History, Placed,
