@@ -9,7 +9,7 @@ use tracekit::decode::Decoded;
 use tracekit::decode::fields::{Field, write_field};
 
 use crate::Outcome;
-use crate::numbered::each_packet;
+use crate::numbered::{defragmenter, each_packet_joined};
 
 /// Print the named fields of every packet, one line per packet, like `tshark -T fields`.
 ///
@@ -30,6 +30,10 @@ pub struct FieldsArgs {
     /// those of the file).
     #[arg(short = 'f', long = "filter", value_name = "EXPR")]
     filter: Option<String>,
+    /// Join IP fragments before decoding: a datagram's fragments are held and the whole
+    /// datagram is printed under the number of the fragment that completed it.
+    #[arg(long)]
+    reassemble: bool,
     /// Trace file (`-` for standard input).
     file: String,
 }
@@ -67,22 +71,28 @@ pub fn run(args: FieldsArgs) -> Result<Outcome> {
     }
     let mut line = String::with_capacity(256);
     let live = crate::is_live(&args.file);
-    let ended = each_packet(&args.file, args.filter.as_deref(), |number, packet| {
-        let d = Decoded::new(packet);
-        line.clear();
-        for (i, field) in fields.iter().enumerate() {
-            if i > 0 {
-                line.push_str(&args.separator);
+    let mut defrag = defragmenter(args.reassemble);
+    let ended = each_packet_joined(
+        &args.file,
+        args.filter.as_deref(),
+        defrag.as_mut(),
+        |number, packet| {
+            let d = Decoded::new(packet);
+            line.clear();
+            for (i, field) in fields.iter().enumerate() {
+                if i > 0 {
+                    line.push_str(&args.separator);
+                }
+                write_field(&mut line, *field, number, packet, &d);
             }
-            write_field(&mut line, *field, number, packet, &d);
-        }
-        line.push('\n');
-        out.write_all(line.as_bytes())?;
-        if live {
-            out.flush()?;
-        }
-        Ok(true)
-    })?;
+            line.push('\n');
+            out.write_all(line.as_bytes())?;
+            if live {
+                out.flush()?;
+            }
+            Ok(true)
+        },
+    )?;
     out.flush()?;
     match ended.error {
         Some(e) => {

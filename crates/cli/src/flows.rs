@@ -6,10 +6,12 @@ use std::io::Write;
 use anyhow::{Result, bail};
 use clap::Args;
 use serde::Serialize;
-use tracekit::flow::{FlowConfig, FlowRecord, FlowTable, KeyOptions};
+use tracekit::flow::{
+    DefragConfig, Defragmenter, FlowConfig, FlowRecord, FlowTable, KeyOptions, OverlapPolicy,
+};
 
 use crate::Outcome;
-use crate::numbered::each_packet;
+use crate::numbered::each_packet_joined;
 
 /// One record per bidirectional flow (5-tuple): packets, wire bytes and payload bytes
 /// each way, first and last time stamps, TCP state and a Zeek-style history.
@@ -57,6 +59,14 @@ pub struct FlowsArgs {
     /// Count tunnelled packets only in their outer flow.
     #[arg(long)]
     no_tunnels: bool,
+    /// Join IP fragments before counting (a datagram then counts once, in its ports'
+    /// flow, when complete; fragments of datagrams never completed count nowhere).
+    #[arg(long)]
+    reassemble: bool,
+    /// With --reassemble: whose bytes win where fragments overlap (first, last, bsd,
+    /// linux, windows).
+    #[arg(long, default_value = "bsd", value_parser = parse_policy)]
+    overlap_policy: OverlapPolicy,
     /// Print the table's counters (flows created, timed out, evicted) to stderr.
     #[arg(long)]
     stats: bool,
@@ -166,6 +176,11 @@ fn to_json(r: &FlowRecord) -> FlowJson {
     }
 }
 
+fn parse_policy(s: &str) -> Result<OverlapPolicy, String> {
+    OverlapPolicy::from_name(s)
+        .ok_or_else(|| format!("unknown policy '{s}' (known: first, last, bsd, linux, windows)"))
+}
+
 fn seconds_to_ns(s: f64, what: &str) -> Result<u64> {
     if !s.is_finite() || s < 0.0 {
         bail!("{what} must be a number of seconds, 0 or more (got {s})");
@@ -259,6 +274,12 @@ pub fn run(args: FlowsArgs) -> Result<Outcome> {
         )?,
         Format::Json => {}
     }
+    let mut defrag = args.reassemble.then(|| {
+        Defragmenter::new(DefragConfig {
+            policy: args.overlap_policy,
+            ..DefragConfig::default()
+        })
+    });
     let mut failure = None;
     let mut write_error: Option<std::io::Error> = None;
     let mut emit = |r: &FlowRecord| {
@@ -269,10 +290,15 @@ pub fn run(args: FlowsArgs) -> Result<Outcome> {
         }
     };
     for file in &args.files {
-        let ended = each_packet(file, args.filter.as_deref(), |_, packet| {
-            table.add(packet, &mut emit);
-            Ok(true)
-        })?;
+        let ended = each_packet_joined(
+            file,
+            args.filter.as_deref(),
+            defrag.as_mut(),
+            |_, packet| {
+                table.add(packet, &mut emit);
+                Ok(true)
+            },
+        )?;
         if let Some(e) = ended.error {
             failure = Some((file.clone(), e, ended.read));
             break;
@@ -290,6 +316,23 @@ pub fn run(args: FlowsArgs) -> Result<Outcome> {
             "tracekit flows: {} packets, {} not IP; {} flows created (at most {} at once), {} idle, {} cut by the active timeout, {} evicted, {} TCP 5-tuples reused",
             s.packets, s.not_ip, s.created, s.peak, s.idle, s.active, s.evicted, s.reused
         );
+        if let Some(d) = &defrag {
+            let d = d.stats();
+            eprintln!(
+                "tracekit flows: {} fragments, {} datagrams reassembled; {} overlaps ({} with different bytes), {} inconsistent, {} too large, {} with too many fragments, {} timed out, {} evicted, {} truncated, {} left incomplete",
+                d.fragments,
+                d.reassembled,
+                d.overlaps,
+                d.overlaps_differ,
+                d.inconsistent,
+                d.too_large,
+                d.too_many_fragments,
+                d.timed_out,
+                d.evicted,
+                d.truncated,
+                d.in_progress
+            );
+        }
     }
     if let Some((file, e, read)) = failure {
         eprintln!(

@@ -66,10 +66,11 @@ fn endpoint(text: &str) -> String {
 type TsharkCounts = (u64, u64, Bytes);
 
 /// tshark's conversations, or `None` if tshark cannot read the file.
-fn tshark_conversations(path: &Path) -> Option<BTreeMap<Pair, Vec<TsharkCounts>>> {
+fn tshark_conversations(path: &Path, defrag: bool) -> Option<BTreeMap<Pair, Vec<TsharkCounts>>> {
+    let on = if defrag { "TRUE" } else { "FALSE" };
     let out = Command::new("tshark")
-        .args(["-n", "-q", "-o", "ip.defragment:FALSE", "-o"])
-        .arg("ipv6.defragment:FALSE")
+        .args(["-n", "-q", "-o", &format!("ip.defragment:{on}"), "-o"])
+        .arg(format!("ipv6.defragment:{on}"))
         .arg("-r")
         .arg(path)
         .args(["-z", "conv,tcp", "-z", "conv,udp"])
@@ -109,9 +110,10 @@ fn tshark_conversations(path: &Path) -> Option<BTreeMap<Pair, Vec<TsharkCounts>>
     Some(convs)
 }
 
-fn our_conversations(path: &Path) -> BTreeMap<Pair, Vec<Counts>> {
+fn our_conversations(path: &Path, extra: &[&str]) -> BTreeMap<Pair, Vec<Counts>> {
     let out = tracekit()
         .args(["flows", "--json", "--timeout-idle", "0"])
+        .args(extra)
         .arg(path)
         .output()
         .unwrap();
@@ -155,10 +157,10 @@ fn flows_equal_tshark_conversations_on_every_corpus_file() {
     let mut problems = Vec::new();
     for entry in manifest() {
         let path = corpus(&entry.file);
-        let Some(theirs) = tshark_conversations(&path) else {
+        let Some(theirs) = tshark_conversations(&path, false) else {
             continue;
         };
-        let ours = our_conversations(&path);
+        let ours = our_conversations(&path, &[]);
         compared += 1;
         let keys: std::collections::BTreeSet<&Pair> = theirs.keys().chain(ours.keys()).collect();
         for k in keys {
@@ -193,4 +195,36 @@ fn flows_equal_tshark_conversations_on_every_corpus_file() {
         problems.len(),
         problems.join("\n")
     );
+}
+
+/// With `--reassemble`, each datagram counts once, in its ports' conversation, as in
+/// tshark's with defragmentation on (frames equal; bytes differ by design: tshark counts
+/// the completing fragment's frame length, we the whole datagram's).
+#[test]
+fn reassembled_flows_count_datagrams_as_tshark_does() {
+    if !have("tshark") {
+        return;
+    }
+    let mut datagrams = 0;
+    for name in [
+        "zeek__dns-edns-ecs.pcap",
+        "zeek__ipv6-fragmented-dns.pcap",
+        "zeek__ipv4__fragmented-1.pcap",
+        "libtrace__vlan.pcap",
+    ] {
+        let path = corpus(name);
+        let theirs = tshark_conversations(&path, true).expect("tshark reads it");
+        let ours = our_conversations(&path, &["--reassemble"]);
+        let t: BTreeMap<Pair, Vec<(u64, u64)>> = theirs
+            .iter()
+            .map(|(k, v)| (k.clone(), v.iter().map(|c| (c.0, c.1)).collect()))
+            .collect();
+        let o: BTreeMap<Pair, Vec<(u64, u64)>> = ours
+            .iter()
+            .map(|(k, v)| (k.clone(), v.iter().map(|c| (c.0, c.1)).collect()))
+            .collect();
+        assert_eq!(o, t, "{name}");
+        datagrams += o.len();
+    }
+    assert!(datagrams > 20, "only {datagrams} conversations");
 }
