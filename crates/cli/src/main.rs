@@ -8,6 +8,7 @@ mod convert;
 mod dump;
 mod fields;
 mod flows;
+mod follow;
 mod info;
 mod merge;
 mod numbered;
@@ -44,6 +45,7 @@ enum Command {
     Merge(merge::MergeArgs),
     Ports(ports::PortsArgs),
     Flows(flows::FlowsArgs),
+    Follow(follow::FollowArgs),
     Rtstats(rtstats::RtstatsArgs),
 }
 
@@ -74,6 +76,7 @@ fn main() -> ExitCode {
         Command::Merge(args) => merge::run(args),
         Command::Ports(args) => ports::run(args),
         Command::Flows(args) => flows::run(args),
+        Command::Follow(args) => follow::run(args),
         Command::Rtstats(args) => rtstats::run(args),
     };
     match result {

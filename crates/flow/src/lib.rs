@@ -56,12 +56,16 @@
 
 pub mod defrag;
 mod key;
+pub mod stream;
 mod table;
 
 pub use defrag::{
     DefragAnomaly, DefragConfig, DefragStats, Defragged, Defragmenter, OverlapPolicy,
 };
 pub use key::{Endpoint, FlowKey, KeyOptions, Side};
+pub use stream::{
+    StreamConfig, StreamEnd, StreamEvent, StreamEvents, StreamHandler, StreamStats, TcpStreams,
+};
 pub use table::{
     DirectionStats, EndReason, FlowConfig, FlowRecord, FlowStats, FlowTable, History, Placed,
     TcpState,
