@@ -67,6 +67,12 @@ pub struct FlowsArgs {
     /// linux, windows).
     #[arg(long, default_value = "bsd", value_parser = parse_policy)]
     overlap_policy: OverlapPolicy,
+    /// Worker threads beside the reading thread (1, the default: everything on one
+    /// thread; 0: one per core but the reader's). Packets are spread by address pair, so
+    /// each flow (and each datagram's fragments) stays on one worker; the records are
+    /// those of one thread, in another order.
+    #[arg(long, default_value_t = 1, value_parser = crate::parse_workers)]
+    threads: usize,
     /// Print the table's counters (flows created, timed out, evicted) to stderr.
     #[arg(long)]
     stats: bool,
@@ -188,7 +194,11 @@ fn seconds_to_ns(s: f64, what: &str) -> Result<u64> {
     Ok((s * 1e9).round() as u64)
 }
 
-fn write_record(out: &mut impl Write, format: Format, r: &FlowRecord) -> std::io::Result<()> {
+fn write_record(
+    out: &mut (impl Write + ?Sized),
+    format: Format,
+    r: &FlowRecord,
+) -> std::io::Result<()> {
     let j = to_json(r);
     match format {
         Format::Json => {
@@ -274,12 +284,14 @@ pub fn run(args: FlowsArgs) -> Result<Outcome> {
         )?,
         Format::Json => {}
     }
-    let mut defrag = args.reassemble.then(|| {
-        Defragmenter::new(DefragConfig {
-            policy: args.overlap_policy,
-            ..DefragConfig::default()
-        })
-    });
+    let defrag_config = DefragConfig {
+        policy: args.overlap_policy,
+        ..DefragConfig::default()
+    };
+    if crate::numbered::is_parallel(args.threads) {
+        return run_parallel(&args, config, defrag_config, format, &mut out);
+    }
+    let mut defrag = args.reassemble.then(|| Defragmenter::new(defrag_config));
     let mut failure = None;
     let mut write_error: Option<std::io::Error> = None;
     let mut emit = |r: &FlowRecord| {
@@ -333,6 +345,104 @@ pub fn run(args: FlowsArgs) -> Result<Outcome> {
                 d.in_progress
             );
         }
+    }
+    if let Some((file, e, read)) = failure {
+        eprintln!(
+            "tracekit flows: {e}\ntracekit flows: {file}: the flows above cover the {read} packets before the damage"
+        );
+        return Ok(Outcome::Failed);
+    }
+    Ok(Outcome::Ok)
+}
+
+/// One worker of a parallel run: a flow table (and defragmenter) of its own.
+struct FlowsWorker {
+    table: FlowTable,
+    defrag: Option<Defragmenter>,
+}
+
+impl tracekit::parallel::Worker for FlowsWorker {
+    type Item = FlowRecord;
+
+    fn packet(
+        &mut self,
+        packet: &tracekit::Packet<'_>,
+        out: &mut tracekit::parallel::Emit<'_, FlowRecord>,
+    ) -> Result<(), tracekit::Error> {
+        let packet = match self.defrag.as_mut() {
+            Some(d) => match d.add(packet).packet() {
+                Some(p) => p,
+                None => return Ok(()),
+            },
+            None => *packet,
+        };
+        self.table.add(&packet, &mut |r| out.emit(*r));
+        Ok(())
+    }
+}
+
+fn run_parallel(
+    args: &FlowsArgs,
+    config: FlowConfig,
+    defrag_config: DefragConfig,
+    format: Format,
+    out: &mut impl Write,
+) -> Result<Outcome> {
+    let mut stats = tracekit::flow::FlowStats::default();
+    let mut write_error: Option<std::io::Error> = None;
+    let mut write = |r: &FlowRecord, out: &mut dyn Write| {
+        if write_error.is_none()
+            && let Err(e) = write_record(out, format, r)
+        {
+            write_error = Some(e);
+        }
+    };
+    let mut failure = None;
+    for file in &args.files {
+        let mut source = crate::open_source(file)?;
+        if let Some(expr) = &args.filter {
+            source = source
+                .with_filter(expr)
+                .map_err(|e| anyhow::anyhow!("filter '{expr}': {e}"))?;
+        }
+        let done = tracekit::parallel::Parallel::new(args.threads)
+            .stop_flag(crate::ctrl_c_stop().flag())
+            .run(
+                &mut source,
+                |_| FlowsWorker {
+                    table: FlowTable::new(config),
+                    defrag: args.reassemble.then(|| Defragmenter::new(defrag_config)),
+                },
+                |_, r| write(&r, out),
+            )?;
+        // Each file's flows end with it (the workers do not outlive the run).
+        for mut w in done.workers {
+            w.table.finish(&mut |r| write(r, out));
+            let s = w.table.stats();
+            stats.packets += s.packets;
+            stats.not_ip += s.not_ip;
+            stats.created += s.created;
+            stats.peak += s.peak;
+            stats.idle += s.idle;
+            stats.active += s.active;
+            stats.evicted += s.evicted;
+            stats.reused += s.reused;
+        }
+        if let Some(e) = done.error {
+            failure = Some((file.clone(), e, done.stats.packets));
+            break;
+        }
+    }
+    if let Some(e) = write_error {
+        return Err(e.into());
+    }
+    out.flush()?;
+    if args.stats {
+        let s = stats;
+        eprintln!(
+            "tracekit flows: {} packets, {} not IP; {} flows created (at most {} at once, summed over the workers), {} idle, {} cut by the active timeout, {} evicted, {} TCP 5-tuples reused",
+            s.packets, s.not_ip, s.created, s.peak, s.idle, s.active, s.evicted, s.reused
+        );
     }
     if let Some((file, e, read)) = failure {
         eprintln!(

@@ -16,6 +16,7 @@ mod output;
 mod ports;
 mod progress;
 mod rtstats;
+mod scans;
 mod split;
 mod stats;
 mod timefmt;
@@ -46,6 +47,7 @@ enum Command {
     Ports(ports::PortsArgs),
     Flows(flows::FlowsArgs),
     Follow(follow::FollowArgs),
+    Scans(scans::ScansArgs),
     Rtstats(rtstats::RtstatsArgs),
 }
 
@@ -77,6 +79,7 @@ fn main() -> ExitCode {
         Command::Ports(args) => ports::run(args),
         Command::Flows(args) => flows::run(args),
         Command::Follow(args) => follow::run(args),
+        Command::Scans(args) => scans::run(args),
         Command::Rtstats(args) => rtstats::run(args),
     };
     match result {

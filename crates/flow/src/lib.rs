@@ -56,6 +56,7 @@
 
 pub mod defrag;
 mod key;
+mod scan;
 pub mod stream;
 mod table;
 
@@ -63,6 +64,7 @@ pub use defrag::{
     DefragAnomaly, DefragConfig, DefragStats, Defragged, Defragmenter, OverlapPolicy,
 };
 pub use key::{Endpoint, FlowKey, KeyOptions, Side};
+pub use scan::{ScanDetector, Scanner};
 pub use stream::{
     StreamConfig, StreamEnd, StreamEvent, StreamEvents, StreamHandler, StreamStats, TcpStreams,
 };

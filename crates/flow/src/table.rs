@@ -200,6 +200,11 @@ mod seen {
     pub const RST_ORIG: u16 = 1 << 5;
     pub const RST_RESP: u16 = 1 << 6;
     pub const FLIPPED: u16 = 1 << 7;
+    /// The same, the other way round: the responder opened a connection on this flow
+    /// (it was first seen with the other side's packets).
+    pub const SYN_RESP: u16 = 1 << 8;
+    pub const SYNACK_ORIG: u16 = 1 << 9;
+    pub const ACK_RESP_AFTER_SYNACK: u16 = 1 << 10;
 }
 
 /// A flow: what [`FlowTable`] hands out when it ends one, and what
@@ -286,6 +291,29 @@ impl FlowRecord {
         } else {
             TcpState::Midstream
         })
+    }
+
+    /// Who tried to open a TCP connection on this flow (sent a SYN without ACK): the
+    /// originator, or the responder when only it did (a flow first seen with the other
+    /// side's packets, a RST for example); `None` when nobody did.
+    pub fn attempted_by(&self) -> Option<Endpoint> {
+        if self.key.protocol() != ip_proto::TCP {
+            None
+        } else if self.tcp_seen & seen::SYN_ORIG != 0 {
+            Some(self.src())
+        } else if self.tcp_seen & seen::SYN_RESP != 0 {
+            Some(self.dst())
+        } else {
+            None
+        }
+    }
+
+    /// Whether a three-way handshake completed (a SYN, the SYN-ACK, then the opener's
+    /// ACK).
+    pub fn handshake_completed(&self) -> bool {
+        let by_orig = seen::SYN_ORIG | seen::SYNACK_RESP | seen::ACK_ORIG_AFTER_SYNACK;
+        let by_resp = seen::SYN_RESP | seen::SYNACK_ORIG | seen::ACK_RESP_AFTER_SYNACK;
+        self.tcp_seen & by_orig == by_orig || self.tcp_seen & by_resp == by_resp
     }
 
     /// Zeek's `conn_state` for TCP (`S0`, `S1`, `SF`, `REJ`, `S2`, `S3`, `RSTO`,
@@ -733,17 +761,23 @@ fn tcp_update(
     if syn {
         if ack {
             h.note(b'H', from_orig);
-            if !from_orig {
-                r.tcp_seen |= seen::SYNACK_RESP;
-            }
+            r.tcp_seen |= if from_orig {
+                seen::SYNACK_ORIG
+            } else {
+                seen::SYNACK_RESP
+            };
         } else {
             h.note(b'S', from_orig);
-            if from_orig {
-                r.tcp_seen |= seen::SYN_ORIG;
-            }
+            r.tcp_seen |= if from_orig {
+                seen::SYN_ORIG
+            } else {
+                seen::SYN_RESP
+            };
         }
     } else if ack && from_orig && r.tcp_seen & seen::SYNACK_RESP != 0 {
         r.tcp_seen |= seen::ACK_ORIG_AFTER_SYNACK;
+    } else if ack && !from_orig && r.tcp_seen & seen::SYNACK_ORIG != 0 {
+        r.tcp_seen |= seen::ACK_RESP_AFTER_SYNACK;
     }
     if fin {
         h.note(b'F', from_orig);
