@@ -212,3 +212,71 @@ pub fn digest(files: &[String]) -> Result<(u64, u64), Error> {
     }
     Ok((packets, h.finish()))
 }
+
+/// Task T9 (the libtrace paper's "Scans" analysis on the flow table): TCP connection
+/// attempts that failed, per source; returns (failed attempts, sources with one, sources
+/// with more than `threshold` distinct destinations).
+pub fn t9_scans(uri: &str, threshold: usize) -> Result<(u64, usize, usize), Error> {
+    use tracekit::flow::{FlowConfig, FlowTable, ScanDetector};
+    let mut source = tracekit::open(uri)?;
+    let mut table = FlowTable::new(FlowConfig::default());
+    let mut scans = ScanDetector::new();
+    while let Some(p) = source.next_packet()? {
+        table.add(&p, &mut |r| scans.add(r));
+    }
+    table.finish(&mut |r| scans.add(r));
+    Ok((
+        scans.attempts(),
+        scans.sources(),
+        scans.scanners(threshold).len(),
+    ))
+}
+
+/// What task T10 counts: TCP and UDP conversations (5-tuples, both directions) with
+/// their packets and wire bytes.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct FlowCounts {
+    /// TCP conversations.
+    pub tcp_flows: u64,
+    /// Their packets.
+    pub tcp_packets: u64,
+    /// Their wire bytes.
+    pub tcp_bytes: u64,
+    /// UDP conversations.
+    pub udp_flows: u64,
+    /// Their packets.
+    pub udp_packets: u64,
+    /// Their wire bytes.
+    pub udp_bytes: u64,
+}
+
+/// Task T10 (flows): the flow table over the trace (no timeouts, outer packets only, as
+/// the peers count), TCP and UDP conversations summed at the end.
+pub fn t10_flows(uri: &str) -> Result<FlowCounts, Error> {
+    use tracekit::flow::{FlowConfig, FlowRecord, FlowTable};
+    let mut source = tracekit::open(uri)?;
+    let mut table = FlowTable::new(FlowConfig {
+        idle_timeout_ns: 0,
+        tunnels: false,
+        ..FlowConfig::default()
+    });
+    let mut c = FlowCounts::default();
+    let mut count = |r: &FlowRecord| match r.protocol() {
+        6 => {
+            c.tcp_flows += 1;
+            c.tcp_packets += r.packets();
+            c.tcp_bytes += r.wire_bytes();
+        }
+        17 => {
+            c.udp_flows += 1;
+            c.udp_packets += r.packets();
+            c.udp_bytes += r.wire_bytes();
+        }
+        _ => {}
+    };
+    while let Some(p) = source.next_packet()? {
+        table.add(&p, &mut count);
+    }
+    table.finish(&mut count);
+    Ok(c)
+}

@@ -1,17 +1,24 @@
 //! Flows on top of [`tracekit_decode`]: a bounded flow table with TCP state and
-//! Zeek-style history.
+//! Zeek-style history, IPv4/IPv6 defragmentation, and TCP stream reassembly.
 //!
-//! [`FlowTable`] groups packets into bidirectional flows keyed by the 5-tuple
-//! ([`FlowKey`]; VLAN id and tunnel level optional, see [`KeyOptions`]). Each flow
-//! counts packets, wire bytes and payload bytes per direction, keeps its first and last
-//! time stamps, a TCP state ([`TcpState`], Zeek's `conn_state` through
-//! [`FlowRecord::conn_state`]) and a history string (`ShADadFf`). Flows end on idle and
-//! active timeouts measured on trace time, when a new TCP connection reuses a closed
-//! flow's 5-tuple, when the table is full (the least recently active flow is evicted
-//! and counted in [`FlowStats::evicted`]) and at [`FlowTable::finish`]; each ended flow
-//! is handed to a callback as a [`FlowRecord`].
-//!
-//! Memory is bounded by [`FlowConfig::max_flows`]; updating a flow allocates nothing.
+//! - [`FlowTable`] groups packets into bidirectional flows keyed by the 5-tuple
+//!   ([`FlowKey`]; VLAN id and tunnel level optional, see [`KeyOptions`]). Each flow
+//!   counts packets, wire bytes and payload bytes per direction, keeps its first and last
+//!   time stamps, a TCP state ([`TcpState`], Zeek's `conn_state` through
+//!   [`FlowRecord::conn_state`]) and a history string (`ShADadFf`). Flows end on idle
+//!   and active timeouts measured on trace time, when a new TCP connection reuses the
+//!   5-tuple, when the table is full (the least recently active flow is evicted and
+//!   counted in [`FlowStats::evicted`]) and at [`FlowTable::finish`]; each ended flow is
+//!   handed to a callback as a [`FlowRecord`]. Memory is bounded by
+//!   [`FlowConfig::max_flows`]; updating a flow allocates nothing.
+//! - [`Defragmenter`] ([`defrag`]) joins IP fragments under limits on datagrams and
+//!   bytes, with a trace-time timeout and a named [`OverlapPolicy`]; unfragmented packets
+//!   pass through uncopied.
+//! - [`TcpStreams`] ([`stream`]) delivers each TCP direction's bytes in order, once, to
+//!   a [`StreamHandler`], reporting gaps and differing overlaps; it keeps state only for
+//!   the flows the table holds when its [`TcpStreams::end`] is called for every flow the
+//!   table ends.
+//! - [`ScanDetector`] is the libtrace paper's Scans analysis on flow records.
 //!
 //! ```
 //! use tracekit_core::{LinkType, Meta, Packet, Timestamp};

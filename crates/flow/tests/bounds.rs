@@ -94,7 +94,10 @@ fn no_allocation_per_packet_and_a_million_syns_stay_bounded() {
         frame[DST_PORT..DST_PORT + 2].copy_from_slice(&port.to_be_bytes());
         frame[14 + 12..14 + 16].copy_from_slice(&(0x0a00_0000 + i / 60_000).to_be_bytes());
         let ts = Timestamp::from_micros(1_700_000_000, i % 1_000_000);
-        let p = Packet::new(&frame, Meta::new(ts, frame.len() as u32, LinkType::ETHERNET));
+        let p = Packet::new(
+            &frame,
+            Meta::new(ts, frame.len() as u32, LinkType::ETHERNET),
+        );
         let d = Decoded::new(&p);
         gone.clear();
         let placed = table.add_decoded(&d, ts, p.wire_len(), 0, &mut |r| gone.push(r.id));
