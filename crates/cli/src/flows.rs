@@ -56,6 +56,10 @@ pub struct FlowsArgs {
     /// Tell flows on different VLANs apart (the outermost VLAN id is part of the key).
     #[arg(long)]
     vlan: bool,
+    /// Tell flows at different tunnel depths apart (the tunnel level is part of the key:
+    /// an inner flow with an outer flow's 5-tuple is counted apart from it).
+    #[arg(long)]
+    tunnel_level: bool,
     /// Count tunnelled packets only in their outer flow.
     #[arg(long)]
     no_tunnels: bool,
@@ -266,7 +270,7 @@ pub fn run(args: FlowsArgs) -> Result<Outcome> {
         max_flows: args.max_flows.max(1),
         key: KeyOptions {
             vlan: args.vlan,
-            tunnel_level: false,
+            tunnel_level: args.tunnel_level,
         },
         tunnels: !args.no_tunnels,
     };

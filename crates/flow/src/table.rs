@@ -836,6 +836,58 @@ mod tests {
         assert_eq!(h.as_str(), "ShADdFf");
     }
 
+    use tracekit_core::{LinkType, Meta};
+    use tracekit_testdata::builder::{Ethernet, Ipv4, PacketBuilder, Udp};
+
+    /// A UDP packet from 10.0.0.1:`sport` to 10.0.0.2:53 at second `secs`.
+    fn udp(table: &mut FlowTable, sport: u16, secs: u32, ended: &mut Vec<FlowRecord>) {
+        let f = PacketBuilder::new()
+            .ethernet(Ethernet::new([2, 0, 0, 0, 0, 1], [2, 0, 0, 0, 0, 2]))
+            .ipv4(Ipv4::new([10, 0, 0, 1], [10, 0, 0, 2]))
+            .udp(Udp::new(sport, 53))
+            .payload(b"query")
+            .build();
+        let ts = Timestamp::from_micros(1_700_000_000 + secs, 0);
+        let p = Packet::new(&f, Meta::new(ts, f.len() as u32, LinkType::ETHERNET));
+        table.add(&p, &mut |r| ended.push(*r));
+    }
+
+    #[test]
+    fn timeouts_on_trace_time_and_eviction_of_the_least_recently_active() {
+        let mut ended = Vec::new();
+        let mut t = FlowTable::new(FlowConfig {
+            idle_timeout_ns: 10 * SECOND,
+            active_timeout_ns: 100 * SECOND,
+            max_flows: 2,
+            ..FlowConfig::default()
+        });
+        udp(&mut t, 1, 0, &mut ended);
+        udp(&mut t, 2, 1, &mut ended);
+        udp(&mut t, 1, 2, &mut ended); // 1 is now the most recent
+        udp(&mut t, 3, 3, &mut ended); // full: 2 goes
+        assert_eq!(ended.len(), 1);
+        assert_eq!((ended[0].src().port, ended[0].end), (2, EndReason::Evicted));
+        udp(&mut t, 3, 20, &mut ended); // 1 idle since 2 s, 3's own flow idle since 3 s
+        assert_eq!(ended.len(), 3);
+        assert!(ended[1..].iter().all(|r| r.end == EndReason::Idle));
+        assert_eq!(ended[1].src().port, 1);
+        assert_eq!(ended[1].orig.packets, 2);
+        // Port 3 again, every 5 s: never idle, cut at 100 s by the active timeout.
+        for s in (25..=130).step_by(5) {
+            udp(&mut t, 3, s, &mut ended);
+        }
+        let active: Vec<&FlowRecord> = ended
+            .iter()
+            .filter(|r| r.end == EndReason::Active)
+            .collect();
+        assert_eq!(active.len(), 1);
+        assert_eq!(active[0].first.secs(), 1_700_000_020);
+        // 20, 25, ..., 115 s: the packet at 120 s starts the next record.
+        assert_eq!(active[0].orig.packets, 20);
+        let s = t.stats();
+        assert_eq!((s.evicted, s.idle, s.active, s.created), (1, 2, 1, 5));
+    }
+
     #[test]
     fn sequence_comparison_wraps() {
         assert!(seq_before(u32::MAX - 5, 3));
