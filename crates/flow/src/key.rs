@@ -36,15 +36,31 @@ impl std::fmt::Display for Endpoint {
 
 /// The direction-independent key of a flow. The two endpoints are stored in a fixed
 /// order (the smaller address and port first), so both directions of a conversation
-/// give the same key; [`Side`] says which endpoint sent a given packet.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+/// give the same key; [`Side`] says which endpoint sent a given packet. Addresses are
+/// numbers (IPv4 in the low 32 bits), so the key hashes in a few words.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FlowKey {
-    addr: [[u8; 16]; 2],
+    addr: [u128; 2],
     port: [u16; 2],
     protocol: u8,
     version: u8,
     level: u8,
     vlan: u16,
+}
+
+impl std::hash::Hash for FlowKey {
+    #[inline]
+    fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
+        h.write_u128(self.addr[0]);
+        h.write_u128(self.addr[1]);
+        h.write_u64(
+            u64::from(self.port[0]) << 48
+                | u64::from(self.port[1]) << 32
+                | u64::from(self.vlan) << 16
+                | u64::from(self.protocol) << 8
+                | u64::from(self.level),
+        );
+    }
 }
 
 /// Which endpoint of a [`FlowKey`] a packet came from.
@@ -82,14 +98,18 @@ impl FlowKey {
     /// when the packet is not IP (or its IP header was not captured).
     #[inline]
     pub fn of(d: &Decoded<'_>, options: KeyOptions, level: u8) -> Option<(FlowKey, Side)> {
-        let (src, dst) = match (d.src_addr()?, d.dst_addr()?) {
-            (IpAddr::V4(s), IpAddr::V4(t)) => (v4_bytes(s), v4_bytes(t)),
-            (IpAddr::V6(s), IpAddr::V6(t)) => {
-                (s.octets(), final_destination(d).unwrap_or(t.octets()))
-            }
-            _ => return None,
-        };
         let version = d.ip_version()?;
+        let (src, dst) = if version == 4 {
+            let h = d.ipv4()?;
+            (
+                u128::from(u32::from(h.src())),
+                u128::from(u32::from(h.dst())),
+            )
+        } else {
+            let h = d.ipv6()?;
+            let dst = final_destination(d).map_or(u128::from(h.dst()), u128::from_be_bytes);
+            (u128::from(h.src()), dst)
+        };
         let protocol = d.ip_protocol()?;
         let (sp, dp) = (d.src_port().unwrap_or(0), d.dst_port().unwrap_or(0));
         let vlan = if options.vlan {
@@ -111,8 +131,8 @@ impl FlowKey {
     /// A key from raw parts (addresses as 16 bytes; IPv4 in the first four with
     /// `version` 4).
     fn from_parts(
-        src: ([u8; 16], u16),
-        dst: ([u8; 16], u16),
+        src: (u128, u16),
+        dst: (u128, u16),
         protocol: u8,
         version: u8,
         level: u8,
@@ -140,8 +160,10 @@ impl FlowKey {
     /// families differ), without VLAN or tunnel level.
     pub fn new(src: Endpoint, dst: Endpoint, protocol: u8) -> Option<(FlowKey, Side)> {
         let (s, d, version) = match (src.addr, dst.addr) {
-            (IpAddr::V4(s), IpAddr::V4(d)) => (v4_bytes(s), v4_bytes(d), 4),
-            (IpAddr::V6(s), IpAddr::V6(d)) => (s.octets(), d.octets(), 6),
+            (IpAddr::V4(s), IpAddr::V4(d)) => {
+                (u128::from(u32::from(s)), u128::from(u32::from(d)), 4)
+            }
+            (IpAddr::V6(s), IpAddr::V6(d)) => (u128::from(s), u128::from(d), 6),
             _ => return None,
         };
         Some(FlowKey::from_parts(
@@ -158,8 +180,7 @@ impl FlowKey {
     pub fn endpoint(&self, side: Side) -> Endpoint {
         let i = side.index();
         let addr = if self.version == 4 {
-            let a = self.addr[i];
-            IpAddr::V4(Ipv4Addr::new(a[0], a[1], a[2], a[3]))
+            IpAddr::V4(Ipv4Addr::from(self.addr[i] as u32))
         } else {
             IpAddr::V6(Ipv6Addr::from(self.addr[i]))
         };
@@ -210,12 +231,6 @@ fn final_destination(d: &Decoded<'_>) -> Option<[u8; 16]> {
         .get(..16)?
         .try_into()
         .ok()
-}
-
-fn v4_bytes(a: Ipv4Addr) -> [u8; 16] {
-    let mut b = [0u8; 16];
-    b[..4].copy_from_slice(&a.octets());
-    b
 }
 
 #[cfg(test)]
