@@ -16,6 +16,8 @@
 //!   distinct destinations, default 100).
 //! - `t10 FILE`: the flow table (no timeouts); prints `tcp_flows`, `tcp_packets`,
 //!   `tcp_bytes`, `udp_flows`, `udp_packets`, `udp_bytes`.
+//! - `t11 FILE`: TCP stream reassembly beside the flow table; prints `streams` (with
+//!   data), `client_bytes`, `server_bytes`.
 //! - `digest FILE...`: the packets of the files in sequence, as `packets N` and
 //!   `digest HEX` (time stamp, lengths and bytes), to compare outputs of different tools.
 //!
@@ -28,7 +30,7 @@ fn main() {
     let args: Vec<String> = std::env::args().collect();
     let (Some(task), Some(file)) = (args.get(1), args.get(2)) else {
         eprintln!(
-            "usage: tracekit-bench t1|t2|t3|t4|t5|t6|t7|t10 FILE | t8 IN OUT.gz | t9 FILE [THRESHOLD] | digest FILE..."
+            "usage: tracekit-bench t1|t2|t3|t4|t5|t6|t7|t10|t11 FILE | t8 IN OUT.gz | t9 FILE [THRESHOLD] | digest FILE..."
         );
         std::process::exit(2);
     };
@@ -97,9 +99,15 @@ fn main() {
                 c.tcp_flows, c.tcp_packets, c.tcp_bytes, c.udp_flows, c.udp_packets, c.udp_bytes
             )
         })),
+        "t11" | "streams" => report(tracekit_bench::tasks::t11_streams(file).map(|c| {
+            format!(
+                "streams {}\nclient_bytes {}\nserver_bytes {}",
+                c.streams, c.client_bytes, c.server_bytes
+            )
+        })),
         other => {
             eprintln!(
-                "tracekit-bench: unknown task {other} (known: t1 t2 t3 t4 t5 t6 t7 t8 t9 t10 digest)"
+                "tracekit-bench: unknown task {other} (known: t1 t2 t3 t4 t5 t6 t7 t8 t9 t10 t11 digest)"
             );
             std::process::exit(2);
         }
