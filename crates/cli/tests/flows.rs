@@ -394,3 +394,46 @@ fn flows_on_several_threads_equal_one_thread() {
         }
     }
 }
+
+/// `--format csv|tsv` carries the JSON records' values under a header of the JSON names.
+#[test]
+fn csv_and_tsv_carry_the_json_values() {
+    let path = corpus("zeek__tunnels__vxlan-encapsulated-http.pcap");
+    let json = tracekit()
+        .args(["flows", "--json"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    let records: Vec<serde_json::Value> = String::from_utf8_lossy(&json.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(records.len(), 2);
+    for (format, sep) in [("csv", ','), ("tsv", '\t')] {
+        let out = tracekit()
+            .args(["flows", "--format", format])
+            .arg(&path)
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        let mut lines = text.lines();
+        let header: Vec<&str> = lines.next().unwrap().split(sep).collect();
+        let rows: Vec<Vec<&str>> = lines.map(|l| l.split(sep).collect()).collect();
+        assert_eq!(rows.len(), records.len());
+        for (row, record) in rows.iter().zip(&records) {
+            for (name, value) in header.iter().zip(row) {
+                let want = match &record[*name] {
+                    serde_json::Value::String(s) => s.clone(),
+                    serde_json::Value::Null => String::new(),
+                    v => v.to_string(),
+                };
+                assert_eq!(*value, want, "{format}: {name}");
+            }
+        }
+    }
+    // The TCP flow inside the VXLAN tunnel: a whole connection, as Zeek writes it.
+    let tcp = records.iter().find(|r| r["proto"] == "tcp").unwrap();
+    assert_eq!(tcp["state"], "SF");
+    assert_eq!(tcp["history"], "ShADadFf");
+    assert_eq!(tcp["src_port"], 40354);
+}

@@ -151,3 +151,29 @@ fn follow_equals_tshark_on_every_stream_of_several_traces() {
     assert!(bytes > 1_000_000, "only {bytes} bytes");
     assert!(gaps > 0, "no stream with a gap");
 }
+
+#[test]
+fn a_stream_that_is_not_there_is_a_clear_error() {
+    let out = Command::new(env!("CARGO_BIN_EXE_tracekit"))
+        .args(["follow", "--stream", "7"])
+        .arg(corpus("zeek__http__get-to-ssh-server.pcap"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("no TCP stream 7 (the trace has 1)"), "{err}");
+    // The same stream by its endpoints.
+    let out = Command::new(env!("CARGO_BIN_EXE_tracekit"))
+        .args([
+            "follow",
+            "--between",
+            "130.74.164.231:22",
+            "136.216.42.40:44338",
+        ])
+        .arg(corpus("zeek__http__get-to-ssh-server.pcap"))
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("Node 0: 136.216.42.40:44338"), "{text}");
+}
