@@ -66,6 +66,7 @@ fuzz_target!(|data: &[u8]| {
         max_buffered: 8192,
         policy,
         deliver_unacknowledged: first & 0x40 != 0,
+        keep_delivered: usize::from(first & 0x20) * 2,
     };
     let mut streams = TcpStreams::new(sconfig);
     let mut check = Check::default();

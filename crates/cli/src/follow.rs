@@ -102,6 +102,9 @@ pub fn run(args: FollowArgs) -> Result<Outcome> {
     let mut streams = TcpStreams::new(StreamConfig {
         policy: args.overlap_policy,
         deliver_unacknowledged: args.flush,
+        // One stream is followed: keeping its last 64 KiB lets retransmissions that
+        // carry other bytes be reported.
+        keep_delivered: 1 << 16,
         ..StreamConfig::default()
     });
     let mut numbers: std::collections::HashMap<u64, u64> = Default::default();
@@ -223,7 +226,7 @@ pub fn run(args: FollowArgs) -> Result<Outcome> {
     }
     if followed.overlaps_differ > 0 {
         eprintln!(
-            "tracekit follow: {} overlapping segments carried different bytes ({} policy kept)",
+            "tracekit follow: {} overlapping or retransmitted segments carried different bytes (the {} policy chose among buffered ones; delivered bytes stand)",
             followed.overlaps_differ,
             args.overlap_policy.name()
         );

@@ -6,7 +6,8 @@
 //! flow and direction, the next sequence number expected and a bounded window of
 //! segments that arrived early. In-order data goes to the handler straight from the
 //! packet (no copy); early data is copied into the window until the bytes before it
-//! arrive. Retransmitted bytes already delivered are dropped (counted). Where buffered
+//! arrive. Retransmitted bytes already delivered are dropped (counted), and compared
+//! with what was delivered as far as [`StreamConfig::keep_delivered`] keeps it. Where buffered
 //! segments overlap, an [`OverlapPolicy`] chooses the bytes, and overlapping bytes that
 //! differ are reported. A hole that is never filled is reported as a gap with its size
 //! when the stream ends, resets or runs out of window, and delivery goes on after it.
@@ -36,6 +37,11 @@ pub struct StreamConfig {
     /// never acknowledged: deliver them after a gap (`true`, the default), or drop them
     /// (counted in [`StreamStats::dropped`]), as tshark's stream following does.
     pub deliver_unacknowledged: bool,
+    /// Bytes of delivered data kept per direction (default 0: none) so that a
+    /// retransmission of them can be compared: retransmitted bytes that differ from
+    /// what was delivered are reported like differing overlaps (the delivered bytes
+    /// stand). Costs a copy of every delivered byte when not 0.
+    pub keep_delivered: usize,
 }
 
 impl Default for StreamConfig {
@@ -45,6 +51,7 @@ impl Default for StreamConfig {
             max_buffered: 64 << 20,
             policy: OverlapPolicy::First,
             deliver_unacknowledged: true,
+            keep_delivered: 0,
         }
     }
 }
@@ -128,6 +135,9 @@ struct Half {
     /// The highest acknowledgment number the peer sent: bytes before it reached the
     /// peer, so a hole before it was lost by the capture, not by the network.
     acked: Option<u32>,
+    /// The last delivered bytes (up to twice [`StreamConfig::keep_delivered`]), ending
+    /// at `next`.
+    delivered_tail: Vec<u8>,
 }
 
 impl Half {
@@ -223,6 +233,9 @@ impl TcpStreams {
             self.stats.segments += 1;
             let at = distance(seq, next);
             let len = payload.len() as i64;
+            if at < 0 && self.config.keep_delivered > 0 {
+                self.compare_delivered(flow, dir, at, payload, h);
+            }
             if at + len <= 0 {
                 self.stats.retransmitted += payload.len() as u64;
             } else if at <= 0 && self.streams_half(flow, dir).window.is_empty() {
@@ -285,6 +298,7 @@ impl TcpStreams {
     }
 
     fn deliver_direct(&mut self, flow: u64, dir: usize, bytes: &[u8], h: &mut impl StreamHandler) {
+        let kept = self.config.keep_delivered;
         let half = self.streams_half(flow, dir);
         let next = half.next.unwrap_or(0);
         // Nothing past the FIN.
@@ -293,10 +307,38 @@ impl TcpStreams {
             None => bytes,
         };
         half.next = Some(next.wrapping_add(bytes.len() as u32));
+        if kept > 0 {
+            keep(&mut half.delivered_tail, bytes, kept);
+        }
         if !bytes.is_empty() {
             half.delivered = true;
             self.stats.delivered += bytes.len() as u64;
             h.data(flow, dir == 0, bytes);
+        }
+    }
+
+    /// Compares the part of a segment starting `at` (< 0) bytes before the next expected
+    /// one with the delivered bytes kept, reporting a difference.
+    fn compare_delivered(
+        &mut self,
+        flow: u64,
+        dir: usize,
+        at: i64,
+        payload: &[u8],
+        h: &mut impl StreamHandler,
+    ) {
+        let half = self.streams_half(flow, dir);
+        let kept = half.delivered_tail.len() as i64;
+        // Segment bytes i with at + i in [-kept, 0) were delivered and are kept.
+        let first = (-kept - at).max(0);
+        let last = (-at).min(payload.len() as i64);
+        if first >= last {
+            return;
+        }
+        let old = &half.delivered_tail[(kept + at + first) as usize..(kept + at + last) as usize];
+        if old != &payload[first as usize..last as usize] {
+            self.stats.overlaps_differ += 1;
+            h.overlap_differs(flow, dir == 0);
         }
     }
 
@@ -401,6 +443,14 @@ impl TcpStreams {
             half.delivered = true;
             self.stats.delivered += n as u64;
             h.data(flow, dir == 0, &half.window[..n]);
+            if self.config.keep_delivered > 0 {
+                let Half {
+                    delivered_tail,
+                    window,
+                    ..
+                } = half;
+                keep(delivered_tail, &window[..n], self.config.keep_delivered);
+            }
         }
         half.next = Some(next.wrapping_add(ready as u32));
         let removed = half.shift(ready);
@@ -506,6 +556,21 @@ impl TcpStreams {
         };
         self.shift(flow, dir, len);
         h.end(flow, dir == 0, how);
+    }
+}
+
+/// Appends `bytes` to `tail`, keeping at least the last `keep` bytes (and at most twice
+/// as many, so that trimming is rare).
+fn keep(tail: &mut Vec<u8>, bytes: &[u8], keep: usize) {
+    if bytes.len() >= keep {
+        tail.clear();
+        tail.extend_from_slice(&bytes[bytes.len() - keep..]);
+        return;
+    }
+    tail.extend_from_slice(bytes);
+    if tail.len() > 2 * keep {
+        let cut = tail.len() - keep;
+        tail.drain(..cut);
     }
 }
 
@@ -713,6 +778,27 @@ mod tests {
                 from_originator: true
             }));
         }
+    }
+
+    #[test]
+    fn retransmissions_that_differ_from_delivered_bytes_are_reported_when_kept() {
+        let segments = [
+            seg(true, tcp_flags::SYN, 0, 0, b""),
+            seg(true, ACK, 1, 0, b"hello world"),
+            seg(true, ACK, 7, 0, b"world"),  // the same bytes again
+            seg(true, ACK, 7, 0, b"WORLD!"), // other bytes, and one new
+        ];
+        let (ev, stats) = run(StreamConfig::default(), &segments);
+        assert_eq!(ev.bytes(1, true), b"hello world!");
+        assert_eq!(stats.overlaps_differ, 0, "nothing kept, nothing compared");
+        let config = StreamConfig {
+            keep_delivered: 8,
+            ..StreamConfig::default()
+        };
+        let (ev, stats) = run(config, &segments);
+        assert_eq!(ev.bytes(1, true), b"hello world!");
+        assert_eq!(stats.overlaps_differ, 1);
+        assert_eq!(stats.retransmitted, 10);
     }
 
     #[test]
