@@ -7,7 +7,17 @@ mod counting;
 
 use tracekit_core::{LinkType, Meta, Packet, Timestamp};
 use tracekit_decode::Decoded;
-use tracekit_flow::{EndReason, FlowConfig, FlowTable, StreamConfig, StreamEvents, TcpStreams};
+use tracekit_flow::{EndReason, FlowConfig, FlowTable, StreamConfig, StreamHandler, TcpStreams};
+
+/// Counts the bytes delivered.
+#[derive(Default)]
+struct Delivered(u64);
+
+impl StreamHandler for Delivered {
+    fn data(&mut self, _: u64, _: bool, bytes: &[u8]) {
+        self.0 += bytes.len() as u64;
+    }
+}
 use tracekit_testdata::builder::{Ethernet, Ipv4, PacketBuilder, Tcp, tcp_flags};
 
 /// Offset of the TCP destination port in the template frame.
@@ -54,7 +64,8 @@ fn no_allocation_per_packet_and_a_million_syns_stay_bounded() {
         "{small} allocations for 10,000 packets, {large} for 30,000"
     );
 
-    // A million SYNs to distinct ports against a table of 10,000 flows.
+    // A million SYNs to distinct ports against a table of 10,000 flows, with TCP stream
+    // reassembly beside it (streams end with their flows).
     let mut frame = template(tcp_flags::SYN);
     let config = FlowConfig {
         max_flows: 10_000,
@@ -62,8 +73,10 @@ fn no_allocation_per_packet_and_a_million_syns_stay_bounded() {
         ..FlowConfig::default()
     };
     let mut table = FlowTable::new(config);
-    let mut evicted = 0u64;
-    let mut ended = 0u64;
+    let mut streams = TcpStreams::new(StreamConfig::default());
+    let mut counted = Delivered::default();
+    let (mut evicted, mut ended) = (0u64, 0u64);
+    let mut gone = Vec::new();
     for i in 0..1_000_000u32 {
         let port = (i % 60_000) as u16;
         frame[DST_PORT..DST_PORT + 2].copy_from_slice(&port.to_be_bytes());
@@ -74,44 +87,27 @@ fn no_allocation_per_packet_and_a_million_syns_stay_bounded() {
             &frame,
             Meta::new(ts, frame.len() as u32, LinkType::ETHERNET),
         );
-        table.add(&p, &mut |r| {
+        let d = Decoded::new(&p);
+        gone.clear();
+        let placed = table.add_decoded(&d, ts, p.wire_len(), 0, &mut |r| {
             ended += 1;
-            if r.end == EndReason::Evicted {
-                evicted += 1;
-            }
+            evicted += u64::from(r.end == EndReason::Evicted);
+            gone.push(r.id);
         });
+        for id in &gone {
+            streams.end(*id, &mut counted);
+        }
+        streams.segment(placed.unwrap(), &d, &mut counted);
+        assert!(streams.len() <= 10_000);
     }
     let stats = table.stats();
     assert_eq!(stats.created, 1_000_000);
-    // With TCP stream reassembly beside the table (streams ending with their flows):
-    // the streams stay as many as the table's flows.
-    let mut table = FlowTable::new(config);
-    let mut streams = TcpStreams::new(StreamConfig::default());
-    let mut events = StreamEvents::default();
-    let mut gone = Vec::new();
-    for i in 0..1_000_000u32 {
-        let port = (i % 60_000) as u16;
-        frame[DST_PORT..DST_PORT + 2].copy_from_slice(&port.to_be_bytes());
-        frame[14 + 12..14 + 16].copy_from_slice(&(0x0a00_0000 + i / 60_000).to_be_bytes());
-        let ts = Timestamp::from_micros(1_700_000_000, i % 1_000_000);
-        let p = Packet::new(
-            &frame,
-            Meta::new(ts, frame.len() as u32, LinkType::ETHERNET),
-        );
-        let d = Decoded::new(&p);
-        gone.clear();
-        let placed = table.add_decoded(&d, ts, p.wire_len(), 0, &mut |r| gone.push(r.id));
-        for id in &gone {
-            streams.end(*id, &mut events);
-        }
-        streams.segment(placed.unwrap(), &d, &mut events);
-        assert!(streams.len() <= 10_000);
-    }
-    assert_eq!(streams.stats().buffered, 0);
-    // Each SYN carried 10 bytes of data: delivered once per connection.
-    assert_eq!(streams.stats().delivered, 10_000_000);
     assert_eq!(stats.peak, 10_000);
     assert_eq!(table.len(), 10_000);
     assert_eq!(stats.evicted, 990_000);
     assert_eq!((evicted, ended), (990_000, 990_000));
+    assert_eq!(streams.stats().buffered, 0);
+    // Each SYN carried 10 bytes of data: delivered once per connection.
+    assert_eq!(streams.stats().delivered, 10_000_000);
+    assert_eq!(counted.0, 10_000_000);
 }
