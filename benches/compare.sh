@@ -12,6 +12,9 @@
 #   T6 gzread     tracekit-bench t6   | libtrace 3, zcat | libpcap
 #   T7 bz2read    tracekit-bench t7   | libtrace 3, bzcat | libpcap
 #   T8 gzwrite    tracekit-bench t8   | libtrace 3, gzip -6
+#   T10 flows     tracekit-bench t10  | gopacket (DecodingLayerParser), libtins (5-tuple
+#                                         tables), tshark -q -z conv,tcp -z conv,udp
+#   T11 streams   tracekit-bench t11  | gopacket (tcpassembly), libtins (TCPIP::StreamFollower)
 #   merge         tracekit merge      | mergecap (the two halves of the full trace)
 #   split         tracekit split      | editcap -c 100000
 #   anon          tracekit anon       | traceanon -s -d -c KEY (libtrace 3; the IPv4 packets)
@@ -36,6 +39,11 @@ g++ -O2 -o "$out/libtins_tasks" benches/peers/libtins_tasks.cpp -ltins
 cc -O2 -o "$out/libtrace_ports" benches/peers/libtrace_ports.c -ltrace
 cc -O2 -o "$out/libtrace_count" benches/peers/libtrace_count.c -ltrace
 cc -O2 -o "$out/libtrace_gzwrite" benches/peers/libtrace_gzwrite.c -ltrace
+g++ -O2 -o "$out/libtins_flows" benches/peers/libtins_flows.cpp -ltins
+g++ -O2 -o "$out/libtins_streams" benches/peers/libtins_streams.cpp -ltins
+# gopacket comes through the Go module proxy (go.sum pins it).
+(cd benches/peers/gopacket_flows && go build -o "../../../$out/gopacket_flows" .)
+(cd benches/peers/gopacket_streams && go build -o "../../../$out/gopacket_streams" .)
 cargo build --release -q -p tracekit-bench --bin tracekit-bench --bin tracekit-gen
 cargo build --release -q -p tracekit-cli
 bin=target/release
@@ -105,6 +113,11 @@ tasks=(
     "T7 bz2read^$bin/tracekit-bench t7 $full.bz2^bzcat | libpcap^bzcat $full.bz2 | $out/libpcap_count -"
     "T8 gzwrite^$bin/tracekit-bench t8 $full $w/t8-ours.pcap.gz^libtrace 3^$out/libtrace_gzwrite $full $w/t8-libtrace.pcap.gz^$dg $w/t8-ours.pcap.gz^$dg $w/t8-libtrace.pcap.gz"
     "T8 gzwrite^$bin/tracekit-bench t8 $full $w/t8-ours.pcap.gz^gzip -6^gzip -6 -c $full > $w/t8-gzip.pcap.gz^$dg $w/t8-ours.pcap.gz^$dg $w/t8-gzip.pcap.gz"
+    "T10 flows^$bin/tracekit-bench t10 $full^gopacket^$out/gopacket_flows $full"
+    "T10 flows^$bin/tracekit-bench t10 $full^libtins^$out/libtins_flows $full"
+    "T10 flows (no bytes)^$bin/tracekit-bench t10 $full | grep -v bytes^tshark -z conv^tshark -n -q -r $full -z conv,tcp -z conv,udp 2>/dev/null | awk -f benches/peers/tshark_conv.awk"
+    "T11 streams^$bin/tracekit-bench t11 $full^gopacket^$out/gopacket_streams $full"
+    "T11 streams^$bin/tracekit-bench t11 $full^libtins^$out/libtins_streams $full"
     "merge halves^$tk merge -w $w/merge-ours.pcap $half-000000.pcap $half-000001.pcap^mergecap^mergecap -F pcap -w $w/merge-theirs.pcap $half-000000.pcap $half-000001.pcap^$dg $w/merge-ours.pcap^$dg $w/merge-theirs.pcap"
     "split 100k^$tk split --packets 100000 $full $w/split-ours/s.pcap^editcap -c^editcap -c 100000 $full $w/split-theirs/e.pcap^bash -c \"$dg $w/split-ours/*\"^bash -c \"$dg $w/split-theirs/*\""
     "merge halves (96 B)^$tk merge -w $w/smerge-ours.pcap $shalf-000000.pcap $shalf-000001.pcap^mergecap^mergecap -F pcap -w $w/smerge-theirs.pcap $shalf-000000.pcap $shalf-000001.pcap^$dg $w/smerge-ours.pcap^$dg $w/smerge-theirs.pcap"

@@ -212,3 +212,131 @@ pub fn digest(files: &[String]) -> Result<(u64, u64), Error> {
     }
     Ok((packets, h.finish()))
 }
+
+/// Task T9 (the libtrace paper's "Scans" analysis on the flow table): TCP connection
+/// attempts that failed, per source; returns (failed attempts, sources with one, sources
+/// with more than `threshold` distinct destinations).
+pub fn t9_scans(uri: &str, threshold: usize) -> Result<(u64, usize, usize), Error> {
+    use tracekit::flow::{FlowConfig, FlowTable, ScanDetector};
+    let mut source = tracekit::open(uri)?;
+    let mut table = FlowTable::new(FlowConfig::default());
+    let mut scans = ScanDetector::new();
+    while let Some(p) = source.next_packet()? {
+        table.add(&p, &mut |r| scans.add(r));
+    }
+    table.finish(&mut |r| scans.add(r));
+    Ok((
+        scans.attempts(),
+        scans.sources(),
+        scans.scanners(threshold).len(),
+    ))
+}
+
+/// What task T10 counts: TCP and UDP conversations (5-tuples, both directions) with
+/// their packets and wire bytes.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct FlowCounts {
+    /// TCP conversations.
+    pub tcp_flows: u64,
+    /// Their packets.
+    pub tcp_packets: u64,
+    /// Their wire bytes.
+    pub tcp_bytes: u64,
+    /// UDP conversations.
+    pub udp_flows: u64,
+    /// Their packets.
+    pub udp_packets: u64,
+    /// Their wire bytes.
+    pub udp_bytes: u64,
+}
+
+/// Task T10 (flows): the flow table over the trace (no timeouts, outer packets only, as
+/// the peers count), TCP and UDP conversations summed at the end.
+pub fn t10_flows(uri: &str) -> Result<FlowCounts, Error> {
+    use tracekit::flow::{FlowConfig, FlowRecord, FlowTable};
+    let mut source = tracekit::open(uri)?;
+    let mut table = FlowTable::new(FlowConfig {
+        idle_timeout_ns: 0,
+        tunnels: false,
+        ..FlowConfig::default()
+    });
+    let mut c = FlowCounts::default();
+    let mut count = |r: &FlowRecord| match r.protocol() {
+        6 => {
+            c.tcp_flows += 1;
+            c.tcp_packets += r.packets();
+            c.tcp_bytes += r.wire_bytes();
+        }
+        17 => {
+            c.udp_flows += 1;
+            c.udp_packets += r.packets();
+            c.udp_bytes += r.wire_bytes();
+        }
+        _ => {}
+    };
+    while let Some(p) = source.next_packet()? {
+        table.add(&p, &mut count);
+    }
+    table.finish(&mut count);
+    Ok(c)
+}
+
+/// What task T11 counts: TCP streams that carried data, and the bytes reassembled each
+/// way (client: the side that opened the connection).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct StreamCounts {
+    /// Streams with at least one byte delivered.
+    pub streams: u64,
+    /// Bytes from the clients.
+    pub client_bytes: u64,
+    /// Bytes from the servers.
+    pub server_bytes: u64,
+}
+
+/// Task T11 (TCP streams): the flow table (no timeouts) with TCP stream reassembly
+/// beside it; every stream's bytes delivered in order, once, and counted.
+pub fn t11_streams(uri: &str) -> Result<StreamCounts, Error> {
+    use tracekit::decode::Decoded;
+    use tracekit::flow::{FlowConfig, FlowTable, StreamConfig, StreamHandler, TcpStreams};
+
+    #[derive(Default)]
+    struct Count {
+        c: StreamCounts,
+        seen: std::collections::HashSet<u64>,
+    }
+    impl StreamHandler for Count {
+        fn data(&mut self, flow: u64, from_originator: bool, bytes: &[u8]) {
+            if self.seen.insert(flow) {
+                self.c.streams += 1;
+            }
+            if from_originator {
+                self.c.client_bytes += bytes.len() as u64;
+            } else {
+                self.c.server_bytes += bytes.len() as u64;
+            }
+        }
+    }
+
+    let mut source = tracekit::open(uri)?;
+    let mut table = FlowTable::new(FlowConfig {
+        idle_timeout_ns: 0,
+        tunnels: false,
+        ..FlowConfig::default()
+    });
+    let mut streams = TcpStreams::new(StreamConfig::default());
+    let mut count = Count::default();
+    let mut ended = Vec::new();
+    while let Some(p) = source.next_packet()? {
+        let d = Decoded::new(&p);
+        ended.clear();
+        let placed = table.add_decoded(&d, p.ts(), p.wire_len(), 0, &mut |r| ended.push(r.id));
+        for id in &ended {
+            streams.end(*id, &mut count);
+        }
+        if let Some(placed) = placed {
+            streams.segment(placed, &d, &mut count);
+        }
+    }
+    streams.finish(&mut count);
+    Ok(count.c)
+}

@@ -11,6 +11,13 @@
 //! - `t6 FILE.gz`, `t7 FILE.bz2`: T1 on a gzip or bzip2 compressed trace (decompressed
 //!   in parallel); same lines as `t1`.
 //! - `t8 IN OUT.gz`: write IN as gzip-compressed pcap at level 6; prints `packets N`.
+//! - `t9 FILE [THRESHOLD]`: the Scans analysis on the flow table; prints `attempts`
+//!   (failed TCP connection attempts), `sources`, `scanners` (sources above THRESHOLD
+//!   distinct destinations, default 100).
+//! - `t10 FILE`: the flow table (no timeouts); prints `tcp_flows`, `tcp_packets`,
+//!   `tcp_bytes`, `udp_flows`, `udp_packets`, `udp_bytes`.
+//! - `t11 FILE`: TCP stream reassembly beside the flow table; prints `streams` (with
+//!   data), `client_bytes`, `server_bytes`.
 //! - `digest FILE...`: the packets of the files in sequence, as `packets N` and
 //!   `digest HEX` (time stamp, lengths and bytes), to compare outputs of different tools.
 //!
@@ -23,7 +30,7 @@ fn main() {
     let args: Vec<String> = std::env::args().collect();
     let (Some(task), Some(file)) = (args.get(1), args.get(2)) else {
         eprintln!(
-            "usage: tracekit-bench t1|t2|t3|t4|t5|t6|t7 FILE | t8 IN OUT.gz | digest FILE..."
+            "usage: tracekit-bench t1|t2|t3|t4|t5|t6|t7|t10|t11 FILE | t8 IN OUT.gz | t9 FILE [THRESHOLD] | digest FILE..."
         );
         std::process::exit(2);
     };
@@ -79,9 +86,28 @@ fn main() {
                 c.packets(), c.fragments, c.truncated, c.other, c.checksum()
             )
         })),
+        "t9" | "scans" => {
+            let threshold = args.get(3).and_then(|t| t.parse().ok()).unwrap_or(100);
+            report(
+                tracekit_bench::tasks::t9_scans(file, threshold)
+                    .map(|(a, s, n)| format!("attempts {a}\nsources {s}\nscanners {n}")),
+            )
+        }
+        "t10" | "flows" => report(tracekit_bench::tasks::t10_flows(file).map(|c| {
+            format!(
+                "tcp_flows {}\ntcp_packets {}\ntcp_bytes {}\nudp_flows {}\nudp_packets {}\nudp_bytes {}",
+                c.tcp_flows, c.tcp_packets, c.tcp_bytes, c.udp_flows, c.udp_packets, c.udp_bytes
+            )
+        })),
+        "t11" | "streams" => report(tracekit_bench::tasks::t11_streams(file).map(|c| {
+            format!(
+                "streams {}\nclient_bytes {}\nserver_bytes {}",
+                c.streams, c.client_bytes, c.server_bytes
+            )
+        })),
         other => {
             eprintln!(
-                "tracekit-bench: unknown task {other} (known: t1 t2 t3 t4 t5 t6 t7 t8 digest)"
+                "tracekit-bench: unknown task {other} (known: t1 t2 t3 t4 t5 t6 t7 t8 t9 t10 t11 digest)"
             );
             std::process::exit(2);
         }

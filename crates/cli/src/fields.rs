@@ -9,7 +9,7 @@ use tracekit::decode::Decoded;
 use tracekit::decode::fields::{Field, write_field};
 
 use crate::Outcome;
-use crate::numbered::{self, each_packet};
+use crate::numbered::{self, defragmenter, each_packet_joined};
 
 /// Print the named fields of every packet, one line per packet, like `tshark -T fields`.
 ///
@@ -32,9 +32,13 @@ pub struct FieldsArgs {
     filter: Option<String>,
     /// Worker threads beside the reading thread (0: one per core but the reader's; 1, the
     /// default: everything on one thread). Lines are formatted in parallel and written
-    /// in file order: the output is that of one thread.
+    /// in file order: the output is that of one thread. With `--reassemble`, one thread.
     #[arg(long, default_value_t = 1, value_parser = crate::parse_workers)]
     threads: usize,
+    /// Join IP fragments before decoding: a datagram's fragments are held and the whole
+    /// datagram is printed under the number of the fragment that completed it.
+    #[arg(long)]
+    reassemble: bool,
     /// Trace file (`-` for standard input).
     file: String,
 }
@@ -71,7 +75,7 @@ pub fn run(args: FieldsArgs) -> Result<Outcome> {
         writeln!(out, "{}", names.join(&args.separator))?;
     }
     let live = crate::is_live(&args.file);
-    if numbered::is_parallel(args.threads) && !live {
+    if numbered::is_parallel(args.threads) && !live && !args.reassemble {
         let separator = args.separator.as_str();
         let (ended, _) = numbered::ordered_text(
             &args.file,
@@ -85,15 +89,21 @@ pub fn run(args: FieldsArgs) -> Result<Outcome> {
         return finish(&args, ended);
     }
     let mut line = String::with_capacity(256);
-    let ended = each_packet(&args.file, args.filter.as_deref(), |number, packet| {
-        line.clear();
-        format_line(&mut line, &fields, &args.separator, number, packet);
-        out.write_all(line.as_bytes())?;
-        if live {
-            out.flush()?;
-        }
-        Ok(true)
-    })?;
+    let mut defrag = defragmenter(args.reassemble);
+    let ended = each_packet_joined(
+        &args.file,
+        args.filter.as_deref(),
+        defrag.as_mut(),
+        |number, packet| {
+            line.clear();
+            format_line(&mut line, &fields, &args.separator, number, packet);
+            out.write_all(line.as_bytes())?;
+            if live {
+                out.flush()?;
+            }
+            Ok(true)
+        },
+    )?;
     out.flush()?;
     finish(&args, ended)
 }

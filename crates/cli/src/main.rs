@@ -10,6 +10,8 @@ mod diff;
 mod dump;
 mod ends;
 mod fields;
+mod flows;
+mod follow;
 mod info;
 mod merge;
 mod numbered;
@@ -20,6 +22,7 @@ mod replay;
 mod report;
 mod report_html;
 mod rtstats;
+mod scans;
 mod split;
 mod stats;
 mod timefmt;
@@ -49,6 +52,9 @@ enum Command {
     Split(split::SplitArgs),
     Merge(merge::MergeArgs),
     Ports(ports::PortsArgs),
+    Flows(flows::FlowsArgs),
+    Follow(follow::FollowArgs),
+    Scans(scans::ScansArgs),
     Rtstats(rtstats::RtstatsArgs),
     Anon(anon::AnonArgs),
     Diff(diff::DiffArgs),
@@ -86,6 +92,9 @@ fn main() -> ExitCode {
         Command::Split(args) => split::run(args),
         Command::Merge(args) => merge::run(args),
         Command::Ports(args) => ports::run(args),
+        Command::Flows(args) => flows::run(args),
+        Command::Follow(args) => follow::run(args),
+        Command::Scans(args) => scans::run(args),
         Command::Rtstats(args) => rtstats::run(args),
         Command::Anon(args) => anon::run(args),
         Command::Diff(args) => diff::run(args),

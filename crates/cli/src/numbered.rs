@@ -30,6 +30,19 @@ pub fn compile_all(exprs: &[String]) -> Result<Vec<Filter>> {
 pub fn each_packet(
     file: &str,
     filter: Option<&str>,
+    f: impl FnMut(u64, &Packet<'_>) -> Result<bool>,
+) -> Result<Ended> {
+    each_packet_joined(file, filter, None, f)
+}
+
+/// [`each_packet`], with IP fragments joined first when `defrag` is given (`--reassemble`):
+/// a fragment is held until its datagram is complete, then the whole datagram is handed
+/// on under the number of the fragment that completed it; fragments that are held, or
+/// dropped with their datagram, are not handed on. The filter sees whole datagrams.
+pub fn each_packet_joined(
+    file: &str,
+    filter: Option<&str>,
+    mut defrag: Option<&mut tracekit::flow::Defragmenter>,
     mut f: impl FnMut(u64, &Packet<'_>) -> Result<bool>,
 ) -> Result<Ended> {
     let mut filter = filter.map(compile).transpose()?;
@@ -44,6 +57,13 @@ pub fn each_packet(
             Err(e) => break Some(e),
         };
         read += 1;
+        let packet = match defrag.as_deref_mut() {
+            Some(d) => match d.add(&packet).packet() {
+                Some(p) => p,
+                None => continue,
+            },
+            None => packet,
+        };
         if let Some(flt) = filter.as_mut()
             && !flt.matches(&packet)?
         {
@@ -55,6 +75,12 @@ pub fn each_packet(
     };
     progress.finish();
     Ok(Ended { read, error })
+}
+
+/// A defragmenter for `--reassemble` (tracekit's defaults: BSD overlap policy, 60 s
+/// timeout, 4,096 datagrams and 32 MiB held at most).
+pub fn defragmenter(reassemble: bool) -> Option<tracekit::flow::Defragmenter> {
+    reassemble.then(|| tracekit::flow::Defragmenter::new(Default::default()))
 }
 
 /// Whether `--threads` asks for a parallel run: anything but 1 (everything on one

@@ -36,6 +36,10 @@ pub struct PortsArgs {
     /// Print the parallel run's figures (packets per worker, waits) to stderr.
     #[arg(long)]
     stats: bool,
+    /// Join IP fragments before counting (their datagrams then count under their ports;
+    /// runs on one thread).
+    #[arg(long)]
+    reassemble: bool,
     /// Trace file (`-` for standard input).
     file: String,
 }
@@ -83,7 +87,7 @@ impl tracekit::parallel::Worker for PortsWorker {
 pub fn run(args: PortsArgs) -> Result<Outcome> {
     let mut ports = Ports::new();
     let mut packets = 0u64;
-    let ended = if numbered::is_parallel(args.threads) {
+    let ended = if numbered::is_parallel(args.threads) && !args.reassemble {
         let (workers, ended, stats) =
             numbered::parallel(&args.file, args.filter.as_deref(), args.threads, |_| {
                 PortsWorker(Ports::new())
@@ -97,11 +101,17 @@ pub fn run(args: PortsArgs) -> Result<Outcome> {
         }
         ended
     } else {
-        numbered::each_packet(&args.file, args.filter.as_deref(), |_, p| {
-            packets += 1;
-            ports.add(p);
-            Ok(true)
-        })?
+        let mut defrag = numbered::defragmenter(args.reassemble);
+        numbered::each_packet_joined(
+            &args.file,
+            args.filter.as_deref(),
+            defrag.as_mut(),
+            |_, p| {
+                packets += 1;
+                ports.add(p);
+                Ok(true)
+            },
+        )?
     };
     let mut out = std::io::stdout().lock();
     if args.json {

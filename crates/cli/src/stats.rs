@@ -38,6 +38,10 @@ pub struct StatsArgs {
     /// Print the parallel run's figures (packets per worker, waits) to stderr.
     #[arg(long)]
     stats: bool,
+    /// Join IP fragments before counting (filters then see whole datagrams; runs on one
+    /// thread).
+    #[arg(long)]
+    reassemble: bool,
     /// Trace files (`-` for standard input).
     #[arg(required = true)]
     files: Vec<String>,
@@ -154,7 +158,7 @@ struct StatsJson<'a> {
 pub fn run(args: StatsArgs) -> Result<Outcome> {
     let filters = numbered::compile_all(&args.filters)?;
     let mut outcome = Outcome::Ok;
-    let parallel = numbered::is_parallel(args.threads);
+    let parallel = numbered::is_parallel(args.threads) && !args.reassemble;
     for (i, file) in args.files.iter().enumerate() {
         let mut tally = Tally::new(filters.clone());
         let ended = if parallel {
@@ -170,7 +174,8 @@ pub fn run(args: StatsArgs) -> Result<Outcome> {
                 },
             )
         } else {
-            numbered::each_packet(file, None, |_, p| {
+            let mut defrag = numbered::defragmenter(args.reassemble);
+            numbered::each_packet_joined(file, None, defrag.as_mut(), |_, p| {
                 tally.add(p)?;
                 Ok(true)
             })

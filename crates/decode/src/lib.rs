@@ -297,6 +297,13 @@ impl<'a> Decoded<'a> {
         (v != 0).then_some(v)
     }
 
+    /// Where the IP header starts in [`data`](Self::data), if the network layer is IP
+    /// (for IP reassembly, which rebuilds a packet around it).
+    pub fn ip_offset(&self) -> Option<usize> {
+        let n = self.net();
+        (n.version != 0).then_some(n.ip_off as usize)
+    }
+
     /// The transport protocol number after IPv6 extension headers (also for non-first
     /// fragments).
     pub fn ip_protocol(&self) -> Option<u8> {

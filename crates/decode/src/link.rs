@@ -138,6 +138,9 @@ mod pbb {
 
 /// PPPoE session header, then the PPP protocol.
 mod pppoe {
+    /// The session's payload length (from the PPP protocol on), RFC 2516.
+    pub const LENGTH: usize = 4;
+    pub const HEADER: usize = 6;
     pub const PPP_PROTOCOL: usize = 6;
     pub const LEN: usize = 8;
 }
@@ -704,6 +707,12 @@ pub(crate) fn chain(
                     et = 0;
                     break;
                 };
+                // What follows the session's payload is padding (short frames) or FCS.
+                // (A length too short for the PPP protocol field is not believed.)
+                if let Some(len) = be16(b, off + pppoe::LENGTH).filter(|&l| l >= 2) {
+                    let end = (off + pppoe::HEADER + usize::from(len)) as u32;
+                    li.end = li.end.min(end);
+                }
                 off += pppoe::LEN;
                 match ppp_to_ethertype(proto) {
                     Some(next) => et = next,

@@ -1,0 +1,458 @@
+//! `tracekit flows`: one record per flow (tracekit::flow::FlowTable), like Zeek's
+//! conn.log or tshark's conversation tables.
+
+use std::io::Write;
+
+use anyhow::{Result, bail};
+use clap::Args;
+use serde::Serialize;
+use tracekit::flow::{
+    DefragConfig, Defragmenter, FlowConfig, FlowRecord, FlowTable, KeyOptions, OverlapPolicy,
+};
+
+use crate::Outcome;
+use crate::numbered::each_packet_joined;
+
+/// One record per bidirectional flow (5-tuple): packets, wire bytes and payload bytes
+/// each way, first and last time stamps, TCP state and a Zeek-style history.
+///
+/// The originator (src) is the sender of the flow's first packet, or its receiver when
+/// that packet was a SYN-ACK. Bytes are wire lengths, as tshark's conversation
+/// statistics count them. Tunnelled packets count in the outer flow and in the inner
+/// flows they carry. Without reassembly, non-first IP fragments have no ports: they
+/// count in a flow of their own with port 0 on both sides. Several files are read one
+/// after the other as one trace. Records are printed when flows end: timeouts first,
+/// then the flows left at the end of the trace in order of their first packet.
+///
+/// `state` is Zeek's conn_state (S0, S1, SF, REJ, S2, S3, RSTO, RSTR, RSTOS0, RSTRH,
+/// SH, SHR, OTH); `tcp_state` the TCP state machine's (syn_sent, syn_received,
+/// established, fin_orig, fin_resp, closed, reset, midstream); `end` why the record was
+/// written (idle, active, evicted, reused, end). `truncated` counts the flow's TCP/UDP
+/// packets whose transport header the capture cut (their ports were captured).
+///
+/// Example: `tracekit flows --json samples/sample.pcap`
+#[derive(Args)]
+pub struct FlowsArgs {
+    /// Count only the packets matching this tcpdump filter expression.
+    #[arg(short = 'f', long = "filter", value_name = "EXPR")]
+    filter: Option<String>,
+    /// One JSON object per line.
+    #[arg(long)]
+    json: bool,
+    /// Output format: text (default), json, csv or tsv (csv and tsv with a header line).
+    #[arg(long, value_parser = ["text", "json", "csv", "tsv"])]
+    format: Option<String>,
+    /// End a flow after this many seconds (trace time) without a packet; 0 never.
+    #[arg(long, default_value_t = 300.0, value_name = "SECONDS")]
+    timeout_idle: f64,
+    /// Cut a flow's record after this many seconds (trace time) since its first packet
+    /// (the flow goes on in a new record); 0 never.
+    #[arg(long, default_value_t = 0.0, value_name = "SECONDS")]
+    timeout_active: f64,
+    /// Hold at most this many flows; beyond it the least recently active flow is ended
+    /// early (its record says `evicted`).
+    #[arg(long, default_value_t = FlowConfig::default().max_flows)]
+    max_flows: usize,
+    /// Tell flows on different VLANs apart (the outermost VLAN id is part of the key).
+    #[arg(long)]
+    vlan: bool,
+    /// Tell flows at different tunnel depths apart (the tunnel level is part of the key:
+    /// an inner flow with an outer flow's 5-tuple is counted apart from it).
+    #[arg(long)]
+    tunnel_level: bool,
+    /// Count tunnelled packets only in their outer flow.
+    #[arg(long)]
+    no_tunnels: bool,
+    /// Join IP fragments before counting (a datagram then counts once, in its ports'
+    /// flow, when complete; fragments of datagrams never completed count nowhere).
+    #[arg(long)]
+    reassemble: bool,
+    /// With --reassemble: whose bytes win where fragments overlap (first, last, bsd,
+    /// linux, windows).
+    #[arg(long, default_value = "bsd", value_parser = parse_policy)]
+    overlap_policy: OverlapPolicy,
+    /// Worker threads beside the reading thread (1, the default: everything on one
+    /// thread; 0: one per core but the reader's). Packets are spread by address pair, so
+    /// each flow (and each datagram's fragments) stays on one worker; the records are
+    /// those of one thread, in another order.
+    #[arg(long, default_value_t = 1, value_parser = crate::parse_workers)]
+    threads: usize,
+    /// Print the table's counters (flows created, timed out, evicted) to stderr.
+    #[arg(long)]
+    stats: bool,
+    /// Trace files (`-` for standard input), read one after the other.
+    #[arg(required = true)]
+    files: Vec<String>,
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Format {
+    Text,
+    Json,
+    Delimited(u8),
+}
+
+#[derive(Serialize)]
+struct FlowJson {
+    proto: String,
+    src_addr: String,
+    src_port: u16,
+    dst_addr: String,
+    dst_port: u16,
+    packets: u64,
+    bytes: u64,
+    packets_ab: u64,
+    packets_ba: u64,
+    bytes_ab: u64,
+    bytes_ba: u64,
+    payload_ab: u64,
+    payload_ba: u64,
+    first_ts_ns: u64,
+    last_ts_ns: u64,
+    state: &'static str,
+    tcp_state: Option<&'static str>,
+    history: String,
+    vlan: Option<u16>,
+    tunnel_level: u8,
+    fragments: u64,
+    truncated: u64,
+    end: &'static str,
+}
+
+const COLUMNS: [&str; 23] = [
+    "proto",
+    "src_addr",
+    "src_port",
+    "dst_addr",
+    "dst_port",
+    "packets",
+    "bytes",
+    "packets_ab",
+    "packets_ba",
+    "bytes_ab",
+    "bytes_ba",
+    "payload_ab",
+    "payload_ba",
+    "first_ts_ns",
+    "last_ts_ns",
+    "state",
+    "tcp_state",
+    "history",
+    "vlan",
+    "tunnel_level",
+    "fragments",
+    "truncated",
+    "end",
+];
+
+/// The protocol's name as the JSON output spells it.
+pub fn proto_name(p: u8) -> String {
+    match p {
+        6 => "tcp".into(),
+        17 => "udp".into(),
+        1 => "icmp".into(),
+        58 => "icmpv6".into(),
+        132 => "sctp".into(),
+        n => n.to_string(),
+    }
+}
+
+fn to_json(r: &FlowRecord) -> FlowJson {
+    let (src, dst) = (r.src(), r.dst());
+    FlowJson {
+        proto: proto_name(r.protocol()),
+        src_addr: src.addr.to_string(),
+        src_port: src.port,
+        dst_addr: dst.addr.to_string(),
+        dst_port: dst.port,
+        packets: r.packets(),
+        bytes: r.wire_bytes(),
+        packets_ab: r.orig.packets,
+        packets_ba: r.resp.packets,
+        bytes_ab: r.orig.wire_bytes,
+        bytes_ba: r.resp.wire_bytes,
+        payload_ab: r.orig.payload_bytes,
+        payload_ba: r.resp.payload_bytes,
+        first_ts_ns: r.first.as_unix_nanos(),
+        last_ts_ns: r.last.as_unix_nanos(),
+        state: r.conn_state(),
+        tcp_state: r.tcp_state().map(|s| s.name()),
+        history: r.history.to_string(),
+        vlan: r.key.vlan(),
+        tunnel_level: r.key.tunnel_level(),
+        fragments: r.fragments,
+        truncated: r.truncated,
+        end: r.end.name(),
+    }
+}
+
+fn parse_policy(s: &str) -> Result<OverlapPolicy, String> {
+    OverlapPolicy::from_name(s)
+        .ok_or_else(|| format!("unknown policy '{s}' (known: first, last, bsd, linux, windows)"))
+}
+
+fn seconds_to_ns(s: f64, what: &str) -> Result<u64> {
+    if !s.is_finite() || s < 0.0 {
+        bail!("{what} must be a number of seconds, 0 or more (got {s})");
+    }
+    Ok((s * 1e9).round() as u64)
+}
+
+fn write_record(
+    out: &mut (impl Write + ?Sized),
+    format: Format,
+    r: &FlowRecord,
+) -> std::io::Result<()> {
+    let j = to_json(r);
+    match format {
+        Format::Json => {
+            serde_json::to_writer(&mut *out, &j)?;
+            writeln!(out)
+        }
+        Format::Text => writeln!(
+            out,
+            "{:<6} {:>41} -> {:<41} {:>8} {:>12} {:>8} {:>8} {:<8} {}",
+            j.proto,
+            r.src().to_string(),
+            r.dst().to_string(),
+            j.packets,
+            j.bytes,
+            j.payload_ab,
+            j.payload_ba,
+            j.state,
+            j.history
+        ),
+        Format::Delimited(sep) => {
+            let sep = sep as char;
+            let opt = |v: Option<String>| v.unwrap_or_default();
+            writeln!(
+                out,
+                "{}{sep}{}{sep}{}{sep}{}{sep}{}{sep}{}{sep}{}{sep}{}{sep}{}{sep}{}{sep}{}{sep}{}{sep}{}{sep}{}{sep}{}{sep}{}{sep}{}{sep}{}{sep}{}{sep}{}{sep}{}{sep}{}{sep}{}",
+                j.proto,
+                j.src_addr,
+                j.src_port,
+                j.dst_addr,
+                j.dst_port,
+                j.packets,
+                j.bytes,
+                j.packets_ab,
+                j.packets_ba,
+                j.bytes_ab,
+                j.bytes_ba,
+                j.payload_ab,
+                j.payload_ba,
+                j.first_ts_ns,
+                j.last_ts_ns,
+                j.state,
+                opt(j.tcp_state.map(str::to_string)),
+                j.history,
+                opt(j.vlan.map(|v| v.to_string())),
+                j.tunnel_level,
+                j.fragments,
+                j.truncated,
+                j.end
+            )
+        }
+    }
+}
+
+pub fn run(args: FlowsArgs) -> Result<Outcome> {
+    let format = match (args.json, args.format.as_deref()) {
+        (true, None | Some("json")) | (false, Some("json")) => Format::Json,
+        (true, Some(other)) => bail!("--json and --format {other} disagree"),
+        (false, Some("csv")) => Format::Delimited(b','),
+        (false, Some("tsv")) => Format::Delimited(b'\t'),
+        _ => Format::Text,
+    };
+    let config = FlowConfig {
+        idle_timeout_ns: seconds_to_ns(args.timeout_idle, "--timeout-idle")?,
+        active_timeout_ns: seconds_to_ns(args.timeout_active, "--timeout-active")?,
+        max_flows: args.max_flows.max(1),
+        key: KeyOptions {
+            vlan: args.vlan,
+            tunnel_level: args.tunnel_level,
+        },
+        tunnels: !args.no_tunnels,
+    };
+    let mut table = FlowTable::new(config);
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::with_capacity(1 << 16, stdout.lock());
+    match format {
+        Format::Delimited(sep) => {
+            writeln!(out, "{}", COLUMNS.join(&(sep as char).to_string()))?;
+        }
+        Format::Text => writeln!(
+            out,
+            "{:<6} {:>41}    {:<41} {:>8} {:>12} {:>8} {:>8} {:<8} history",
+            "proto", "src", "dst", "packets", "bytes", "payload>", "payload<", "state"
+        )?,
+        Format::Json => {}
+    }
+    let defrag_config = DefragConfig {
+        policy: args.overlap_policy,
+        ..DefragConfig::default()
+    };
+    if crate::numbered::is_parallel(args.threads) {
+        return run_parallel(&args, config, defrag_config, format, &mut out);
+    }
+    let mut defrag = args.reassemble.then(|| Defragmenter::new(defrag_config));
+    let mut failure = None;
+    let mut write_error: Option<std::io::Error> = None;
+    let mut emit = |r: &FlowRecord| {
+        if write_error.is_none()
+            && let Err(e) = write_record(&mut out, format, r)
+        {
+            write_error = Some(e);
+        }
+    };
+    for file in &args.files {
+        let ended = each_packet_joined(
+            file,
+            args.filter.as_deref(),
+            defrag.as_mut(),
+            |_, packet| {
+                table.add(packet, &mut emit);
+                Ok(true)
+            },
+        )?;
+        if let Some(e) = ended.error {
+            failure = Some((file.clone(), e, ended.read));
+            break;
+        }
+    }
+    table.finish(&mut emit);
+    if let Some(e) = write_error {
+        return Err(e.into());
+    }
+    out.flush()?;
+    drop(out);
+    if args.stats {
+        let s = table.stats();
+        eprintln!(
+            "tracekit flows: {} packets, {} not IP; {} flows created (at most {} at once), {} idle, {} cut by the active timeout, {} evicted, {} TCP 5-tuples reused",
+            s.packets, s.not_ip, s.created, s.peak, s.idle, s.active, s.evicted, s.reused
+        );
+        if let Some(d) = &defrag {
+            let d = d.stats();
+            eprintln!(
+                "tracekit flows: {} fragments, {} datagrams reassembled; {} overlaps ({} with different bytes), {} inconsistent, {} too large, {} with too many fragments, {} timed out, {} evicted, {} truncated, {} left incomplete",
+                d.fragments,
+                d.reassembled,
+                d.overlaps,
+                d.overlaps_differ,
+                d.inconsistent,
+                d.too_large,
+                d.too_many_fragments,
+                d.timed_out,
+                d.evicted,
+                d.truncated,
+                d.in_progress
+            );
+        }
+    }
+    if let Some((file, e, read)) = failure {
+        eprintln!(
+            "tracekit flows: {e}\ntracekit flows: {file}: the flows above cover the {read} packets before the damage"
+        );
+        return Ok(Outcome::Failed);
+    }
+    Ok(Outcome::Ok)
+}
+
+/// One worker of a parallel run: a flow table (and defragmenter) of its own.
+struct FlowsWorker {
+    table: FlowTable,
+    defrag: Option<Defragmenter>,
+}
+
+impl tracekit::parallel::Worker for FlowsWorker {
+    type Item = FlowRecord;
+
+    fn packet(
+        &mut self,
+        packet: &tracekit::Packet<'_>,
+        out: &mut tracekit::parallel::Emit<'_, FlowRecord>,
+    ) -> Result<(), tracekit::Error> {
+        let packet = match self.defrag.as_mut() {
+            Some(d) => match d.add(packet).packet() {
+                Some(p) => p,
+                None => return Ok(()),
+            },
+            None => *packet,
+        };
+        self.table.add(&packet, &mut |r| out.emit(*r));
+        Ok(())
+    }
+}
+
+fn run_parallel(
+    args: &FlowsArgs,
+    config: FlowConfig,
+    defrag_config: DefragConfig,
+    format: Format,
+    out: &mut impl Write,
+) -> Result<Outcome> {
+    let mut stats = tracekit::flow::FlowStats::default();
+    let mut write_error: Option<std::io::Error> = None;
+    let mut write = |r: &FlowRecord, out: &mut dyn Write| {
+        if write_error.is_none()
+            && let Err(e) = write_record(out, format, r)
+        {
+            write_error = Some(e);
+        }
+    };
+    let mut failure = None;
+    for file in &args.files {
+        let mut source = crate::open_source(file)?;
+        if let Some(expr) = &args.filter {
+            source = source
+                .with_filter(expr)
+                .map_err(|e| anyhow::anyhow!("filter '{expr}': {e}"))?;
+        }
+        let done = tracekit::parallel::Parallel::new(args.threads)
+            .stop_flag(crate::ctrl_c_stop().flag())
+            .run(
+                &mut source,
+                |_| FlowsWorker {
+                    table: FlowTable::new(config),
+                    defrag: args.reassemble.then(|| Defragmenter::new(defrag_config)),
+                },
+                |_, r| write(&r, out),
+            )?;
+        // Each file's flows end with it (the workers do not outlive the run).
+        for mut w in done.workers {
+            w.table.finish(&mut |r| write(r, out));
+            let s = w.table.stats();
+            stats.packets += s.packets;
+            stats.not_ip += s.not_ip;
+            stats.created += s.created;
+            stats.peak += s.peak;
+            stats.idle += s.idle;
+            stats.active += s.active;
+            stats.evicted += s.evicted;
+            stats.reused += s.reused;
+        }
+        if let Some(e) = done.error {
+            failure = Some((file.clone(), e, done.stats.packets));
+            break;
+        }
+    }
+    if let Some(e) = write_error {
+        return Err(e.into());
+    }
+    out.flush()?;
+    if args.stats {
+        let s = stats;
+        eprintln!(
+            "tracekit flows: {} packets, {} not IP; {} flows created (at most {} at once, summed over the workers), {} idle, {} cut by the active timeout, {} evicted, {} TCP 5-tuples reused",
+            s.packets, s.not_ip, s.created, s.peak, s.idle, s.active, s.evicted, s.reused
+        );
+    }
+    if let Some((file, e, read)) = failure {
+        eprintln!(
+            "tracekit flows: {e}\ntracekit flows: {file}: the flows above cover the {read} packets before the damage"
+        );
+        return Ok(Outcome::Failed);
+    }
+    Ok(Outcome::Ok)
+}
