@@ -8,7 +8,7 @@
  * publishes whole records only and honours the poll settings; a card thread plays the
  * records of an ERF file (DAGEMU_INPUT) into the receive streams, steering each by a
  * symmetric hash of its address pair, dropping (and counting in lctr) what does not fit
- * when paced; committed transmit records go to a log file. Settings: dagemu.h.
+ * when paced (the count goes into the lctr of the stream's next record); committed transmit records go to a log file. Settings: dagemu.h.
  */
 #define _GNU_SOURCE
 #include "../include/dagapi_min.h"
@@ -33,7 +33,6 @@
 #define MAX_OPTIONS 64
 #define DEFAULT_BUFFER (4u << 20)
 #define ERF_HEADER 16
-#define INTERFACES 8
 
 struct stream {
     int attached;
@@ -51,7 +50,7 @@ struct stream {
     struct timeval poll;
     pthread_cond_t data; /* a reader waits here for records */
     _Atomic int reader_waiting;
-    uint32_t pending_loss[INTERFACES]; /* card thread only */
+    uint32_t pending_loss; /* card thread only: drops not yet reported in an lctr */
     _Atomic uint64_t drops;
 };
 
@@ -302,7 +301,6 @@ static void receive(struct device *d, struct stream *s, const uint8_t *rec, size
     if (stored > rlen) {
         stored = rlen;
     }
-    unsigned iface = (rec[9] & 0x03) | ((rec[9] & 0x40) >> 4);
     for (;;) {
         if (atomic_load(&d->closing)) {
             return;
@@ -310,12 +308,14 @@ static void receive(struct device *d, struct stream *s, const uint8_t *rec, size
         uint64_t head = atomic_load_explicit(&s->head, memory_order_relaxed);
         uint64_t tail = atomic_load_explicit(&s->tail, memory_order_acquire);
         int started = __atomic_load_n(&s->started, __ATOMIC_ACQUIRE);
+        /* The ring exists once the stream started (and `started` is published after
+         * it): only then may its size be read. */
         if (started && s->size - (head - tail) >= stored) {
             break;
         }
-        if (d->rate > 0 || (s->ever_started && !started) || stored > s->size) {
-            if (s->pending_loss[iface] < UINT32_MAX) {
-                s->pending_loss[iface]++;
+        if (d->rate > 0 || (s->ever_started && !started) || (started && stored > s->size)) {
+            if (s->pending_loss < UINT32_MAX) {
+                s->pending_loss++;
             }
             atomic_fetch_add(&s->drops, 1);
             return;
@@ -339,10 +339,10 @@ static void receive(struct device *d, struct stream *s, const uint8_t *rec, size
         put_be16(dst + 10, (uint16_t)stored);
         dst[9] |= 0x04; /* varying length */
     }
-    if (!is_colour(rec[8]) && s->pending_loss[iface]) {
-        uint32_t lctr = be16(dst + 12) + s->pending_loss[iface];
+    if (!is_colour(rec[8]) && s->pending_loss) {
+        uint32_t lctr = be16(dst + 12) + s->pending_loss;
         put_be16(dst + 12, lctr > 0xffff ? 0xffff : (uint16_t)lctr);
-        s->pending_loss[iface] = 0;
+        s->pending_loss = 0;
     }
     atomic_store(&s->head, head + stored);
     if (atomic_load(&s->reader_waiting)) {
@@ -874,15 +874,16 @@ uint8_t *dag_advance_stream(int dagfd, int stream_num, uint8_t **bottom)
         if (!__atomic_load_n(&s->started, __ATOMIC_ACQUIRE) || atomic_load(&d->closing)) {
             break;
         }
-        if (atomic_load(&d->card_done)) {
+        int done = atomic_load(&d->card_done);
+        if (done && d->end) {
             head = atomic_load(&s->head);
-            if (head == tail && d->end) {
+            if (head == tail) {
                 s->reader_top = head;
                 *bottom = s->base + tail % s->size;
                 errno = ENODATA;
                 return NULL;
             }
-            break;
+            break; /* the rest of the input, though less than mindata */
         }
         uint64_t now = now_ns();
         if (!forever && now >= deadline) {
@@ -897,7 +898,7 @@ uint8_t *dag_advance_stream(int dagfd, int stream_num, uint8_t **bottom)
         }
         pthread_mutex_lock(&d->lock);
         atomic_store(&s->reader_waiting, 1);
-        if (atomic_load(&s->head) == head && s->started && !atomic_load(&d->card_done)) {
+        if (atomic_load(&s->head) == head && s->started && !(done && d->end)) {
             wait_until(&s->data, &d->lock, wake);
         }
         atomic_store(&s->reader_waiting, 0);

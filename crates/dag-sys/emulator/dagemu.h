@@ -15,8 +15,8 @@
  *   DAGEMU_RATE=PPS         records arrive at this rate whatever the reader does; a
  *                           record that finds its stream's buffer full (or its stream
  *                           not started) is dropped and counted in the lctr of the next
- *                           record of its interface on that stream. Unset: the card
- *                           waits for room, and nothing is lost.
+ *                           record (not of a colour type) on that stream. Unset: the
+ *                           card waits for room, and nothing is lost.
  *   DAGEMU_BUFFER=BYTES     size of each stream's ring (default 4 MiB, rounded up to
  *                           whole pages)
  *   DAGEMU_TX_LOG=FILE      the records committed to transmit streams, appended in

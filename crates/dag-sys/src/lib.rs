@@ -51,7 +51,43 @@ pub use bindings::*;
 /// Test controls of the software card (feature `dag-emulator`): per-device settings
 /// (`DAGEMU_*`, see `emulator/dagemu.h`) and its own counters.
 #[cfg(feature = "dag-emulator")]
-#[allow(missing_docs, clippy::all)]
 pub mod emulator {
-    include!("emulator_bindings.rs");
+    #[allow(missing_docs, clippy::all)]
+    mod raw {
+        include!("emulator_bindings.rs");
+    }
+    pub use raw::*;
+
+    use std::ffi::CString;
+
+    /// Sets `DAGEMU_*` option `name` for the card at `device` (taking precedence over
+    /// the environment at its next `dag_open`); `None` removes it. `false` if a string
+    /// holds a NUL byte or the option table is full.
+    pub fn set_option(device: &str, name: &str, value: Option<&str>) -> bool {
+        let (Ok(d), Ok(n)) = (CString::new(device), CString::new(name)) else {
+            return false;
+        };
+        let v = match value.map(CString::new) {
+            Some(Ok(v)) => Some(v),
+            Some(Err(_)) => return false,
+            None => None,
+        };
+        let vp = v.as_ref().map_or(std::ptr::null(), |v| v.as_ptr());
+        // SAFETY: `d` and `n` are NUL-terminated and outlive the call; `vp` is NULL or
+        // points into `v`, which outlives the call; the card copies the strings.
+        unsafe { raw::dagemu_set_option(d.as_ptr(), n.as_ptr(), vp) == 0 }
+    }
+
+    /// Records the card dropped on receive stream `stream` of the card open as `fd`
+    /// (0 for anything that is not an open software card).
+    pub fn stream_drops(fd: i32, stream: u32) -> u64 {
+        // SAFETY: the call takes plain integers and checks them.
+        unsafe { raw::dagemu_stream_drops(fd, stream as i32) }
+    }
+
+    /// Records the card open as `fd` received from its input so far.
+    pub fn records_received(fd: i32) -> u64 {
+        // SAFETY: the call takes plain integers and checks them.
+        unsafe { raw::dagemu_records_received(fd) }
+    }
 }
