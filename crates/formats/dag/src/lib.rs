@@ -46,7 +46,7 @@ use std::time::Duration;
 
 pub use capture::{DagStream, Polled};
 pub use sink::DagSink;
-use tracekit_core::{CaptureSource, Error, Packet, Stats};
+use tracekit_core::{CaptureSource, Error, Packet, Stats, TraceInfo, TsResolution};
 
 /// How receive streams are read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -258,5 +258,42 @@ impl CaptureSource for DagStreams {
             t.captured += x.captured;
         }
         t
+    }
+}
+
+impl TraceInfo for DagStreams {
+    fn description(&self) -> String {
+        let device = self.streams.first().map_or("", |s| s.device());
+        let numbers: Vec<String> = self
+            .streams
+            .iter()
+            .map(|s| s.stream().to_string())
+            .collect();
+        format!(
+            "live DAG capture on {device} streams {} (ERF records, 32.32 time stamps)",
+            numbers.join(",")
+        )
+    }
+
+    fn notes_described(&self) -> Vec<String> {
+        let mut total = tracekit_erf::ErfNotes::default();
+        for s in &self.streams {
+            let n = s.notes();
+            total.pad_records += n.pad_records;
+            total.truncated += n.truncated;
+            total.rx_errors += n.rx_errors;
+            total.ds_errors += n.ds_errors;
+            total.encapsulated += n.encapsulated;
+            total.extension_headers += n.extension_headers;
+        }
+        total.describe()
+    }
+
+    fn snaplen(&self) -> Option<u32> {
+        self.streams.first().and_then(|s| s.snaplen())
+    }
+
+    fn ts_resolution(&self) -> TsResolution {
+        TsResolution::ERF
     }
 }
