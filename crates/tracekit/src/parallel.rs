@@ -417,6 +417,158 @@ impl Parallel {
     }
 }
 
+impl Parallel {
+    /// Runs one worker per source, each on a thread of its own reading its source
+    /// directly: for sources that are already split by flow, such as the receive
+    /// streams of a DAG card (`tracekit_dag::open_streams("dag:/dev/dag0,0,2,4")`),
+    /// whose steering keeps each flow on one stream. The run's distribution is not used
+    /// (and its worker count is the number of sources); ticks come per source, at that
+    /// source's packet counts or trace-time boundaries; `combine(i, item)` gets worker
+    /// `i`'s items on this thread, in arrival order ([`Order::Stream`] has no meaning
+    /// across independent sources: each worker's items keep their order). A worker's
+    /// error or a source's damage stops the run (and sets the stop flag, so that
+    /// sources sharing it end too); [`Finished::error`] says which. A live source only
+    /// ends when told: give the run its stop flag ([`Parallel::stop_flag`]; DAG streams
+    /// opened together share one, `DagStream::stop_flag`).
+    ///
+    /// ```no_run
+    /// # #[cfg(feature = "dag")]
+    /// # fn main() -> Result<(), tracekit::Error> {
+    /// use tracekit::parallel::{Emit, Parallel, Worker};
+    /// use tracekit::{Error, Packet};
+    ///
+    /// #[derive(Default)]
+    /// struct Bytes(u64);
+    /// impl Worker for Bytes {
+    ///     type Item = ();
+    ///     fn packet(&mut self, p: &Packet<'_>, _: &mut Emit<'_, ()>) -> Result<(), Error> {
+    ///         self.0 += u64::from(p.wire_len());
+    ///         Ok(())
+    ///     }
+    /// }
+    ///
+    /// let streams = tracekit::dag::open_streams("dag:/dev/dag0,0,2,4", &Default::default())?;
+    /// let stop = streams[0].stop_flag();
+    /// let done = Parallel::new(streams.len()).stop_flag(stop).run_sources(
+    ///     streams,
+    ///     |_| Bytes::default(),
+    ///     |_, _| {},
+    /// )?;
+    /// println!("{} bytes", done.workers.iter().map(|w| w.0).sum::<u64>());
+    /// # Ok(())
+    /// # }
+    /// # #[cfg(not(feature = "dag"))]
+    /// # fn main() {}
+    /// ```
+    pub fn run_sources<S, W, F, C>(
+        &self,
+        sources: Vec<S>,
+        make: F,
+        mut combine: C,
+    ) -> Result<Finished<W>, Error>
+    where
+        S: CaptureSource + Send,
+        W: Worker,
+        F: Fn(usize) -> W + Sync,
+        C: FnMut(usize, W::Item),
+    {
+        let n = sources.len();
+        let stop = self.stop.clone().unwrap_or_default();
+        let (items_tx, items_rx) = sync_channel::<(usize, Vec<(u64, W::Item)>)>(QUEUE * n.max(1));
+        let tick = self.tick;
+        let make = &make;
+        let stop = &stop;
+        std::thread::scope(|scope| {
+            let handles: Vec<_> = sources
+                .into_iter()
+                .enumerate()
+                .map(|(i, mut source)| {
+                    let items_tx = items_tx.clone();
+                    scope.spawn(move || {
+                        let mut worker = make(i);
+                        let mut stats = WorkerStats::default();
+                        let mut ticker = Ticker {
+                            every: tick,
+                            ticks: 0,
+                            interval: None,
+                        };
+                        let mut items = Vec::new();
+                        let mut seq = 0u64;
+                        let result = loop {
+                            if stop.load(Ordering::Relaxed) {
+                                break Ok(());
+                            }
+                            let packet = match source.next_packet() {
+                                Ok(Some(p)) => p,
+                                Ok(None) => break Ok(()),
+                                Err(e) => break Err(e),
+                            };
+                            let mut tick_error = None;
+                            ticker.before_with(seq, packet.ts().as_unix_nanos(), &mut |t| {
+                                let mut out = Emit {
+                                    key: tick_key(seq),
+                                    items: &mut items,
+                                };
+                                if let Err(e) = worker.tick(&t, &mut out) {
+                                    tick_error.get_or_insert(e);
+                                }
+                            });
+                            if let Some(e) = tick_error {
+                                break Err(e);
+                            }
+                            let mut out = Emit::new(seq, &mut items);
+                            if let Err(e) = worker.packet(&packet, &mut out) {
+                                break Err(e.with_packet(seq + 1));
+                            }
+                            seq += 1;
+                            if items.len() >= 256 {
+                                stats.batches += 1;
+                                if items_tx.send((i, std::mem::take(&mut items))).is_err() {
+                                    break Ok(());
+                                }
+                            }
+                        };
+                        stats.packets = seq;
+                        if !items.is_empty() {
+                            stats.batches += 1;
+                            let _ = items_tx.send((i, items));
+                        }
+                        if result.is_err() {
+                            stop.store(true, Ordering::Relaxed);
+                        }
+                        (worker, stats, result.err())
+                    })
+                })
+                .collect();
+            drop(items_tx);
+            for (i, batch) in items_rx {
+                for (_, item) in batch {
+                    combine(i, item);
+                }
+            }
+            let mut workers = Vec::with_capacity(n);
+            let mut stats = RunStats::default();
+            let mut error = None;
+            for h in handles {
+                let (w, s, e) = h
+                    .join()
+                    .map_err(|_| Error::unsupported("a worker thread panicked"))?;
+                workers.push(w);
+                stats.packets += s.packets;
+                stats.workers.push(s);
+                if error.is_none() {
+                    error = e;
+                }
+            }
+            Ok(Finished {
+                workers,
+                stats,
+                error,
+            })
+        })
+    }
+}
+
 /// One packet of a worker's batch: its number, where its bytes and options are in the
 /// batch's buffer, and its metadata. 64 bytes: the lists cross from the reader's core to
 /// the worker's, so they are kept small.
@@ -628,9 +780,15 @@ impl Ticker {
     /// The ticks that come before packet `seq` (time `ts`), into every worker's lists.
     #[inline]
     fn before(&mut self, seq: u64, ts: u64, dealer: &mut Dealer<'_>) {
+        self.before_with(seq, ts, &mut |t| dealer.tick(t));
+    }
+
+    /// The ticks that come before packet `seq` (time `ts`), to `out`.
+    #[inline]
+    fn before_with(&mut self, seq: u64, ts: u64, out: &mut impl FnMut(Tick)) {
         match self.every {
             Some(TickEvery::Packets(every)) if seq > 0 && seq.is_multiple_of(every) => {
-                dealer.tick(Tick {
+                out(Tick {
                     index: self.ticks,
                     packets: seq,
                     time: None,
@@ -646,7 +804,7 @@ impl Ticker {
                         // past a million, the rest are folded into the last).
                         let first = (current + 1).max(k.saturating_sub(1_000_000));
                         for b in first..=k {
-                            dealer.tick(Tick {
+                            out(Tick {
                                 index: self.ticks,
                                 packets: seq,
                                 time: Some(b * len),

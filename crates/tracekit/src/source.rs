@@ -85,7 +85,8 @@ pub fn is_live_uri(uri: &str) -> bool {
 
 /// A DAG card's receive streams: `dag:/dev/dag0` (stream 0), `dag:/dev/dag0,2`, or
 /// several (`dag:/dev/dag0,0,2,4`, read in turn; for one thread per stream use
-/// [`tracekit_dag::open_streams`]).
+/// [`tracekit_dag::open_streams`] with
+/// [`crate::parallel::Parallel::run_sources`]).
 #[cfg(feature = "dag")]
 fn open_dag(uri: &str, options: &OpenOptions) -> Result<Source, Error> {
     let dag_options = tracekit_dag::DagOptions {

@@ -97,3 +97,76 @@ fn create_a_transmit_stream() {
         assert!(b.data().starts_with(w.data()));
     }
 }
+
+/// Four receive streams, one worker each through `Parallel::run_sources`: every packet
+/// is processed once, and each address pair is seen by one worker only, with the same
+/// packet count per pair as in the file.
+#[test]
+fn parallel_workers_one_per_stream() {
+    use std::collections::HashMap;
+    use tracekit::parallel::{Emit, Parallel, Worker};
+    use tracekit::{Error, Packet};
+
+    #[derive(Default)]
+    struct Pairs(HashMap<(String, String), u64>);
+    impl Worker for Pairs {
+        type Item = ();
+        fn packet(&mut self, p: &Packet<'_>, _: &mut Emit<'_, ()>) -> Result<(), Error> {
+            *self.0.entry(pair(p)).or_default() += 1;
+            Ok(())
+        }
+    }
+    fn pair(p: &Packet<'_>) -> (String, String) {
+        let d = tracekit::decode::Decoded::new(p);
+        let a = d.src_addr().map(|a| a.to_string()).unwrap_or_default();
+        let b = d.dst_addr().map(|a| a.to_string()).unwrap_or_default();
+        if a <= b { (a, b) } else { (b, a) }
+    }
+
+    let dir = tempfile::tempdir().unwrap();
+    let plain = dir.path().join("fragtest.erf");
+    let mut gz =
+        tracekit::open(&tracekit_testdata::corpus_uri("libtrace__fragtest.erf.gz")).unwrap();
+    let mut out = tracekit::create(plain.to_str().unwrap(), &CreateOptions::default()).unwrap();
+    tracekit::copy(&mut gz, &mut out, |_| {}).unwrap();
+    out.finish().unwrap();
+    let mut want: HashMap<(String, String), u64> = HashMap::new();
+    let mut file = tracekit::open(plain.to_str().unwrap()).unwrap();
+    let mut total = 0u64;
+    while let Some(p) = file.next_packet().unwrap() {
+        *want.entry(pair(&p)).or_default() += 1;
+        total += 1;
+    }
+
+    let dev = device(&[
+        ("DAGEMU_INPUT", plain.to_str().unwrap()),
+        ("DAGEMU_END", "1"),
+        ("DAGEMU_RX_STREAMS", "4"),
+        ("DAGEMU_BUFFER", "65536"),
+    ]);
+    let streams =
+        tracekit::dag::open_streams(&format!("dag:{dev},0,2,4,6"), &Default::default()).unwrap();
+    let stop = streams[0].stop_flag();
+    let done = Parallel::new(4)
+        .stop_flag(stop)
+        .run_sources(streams, |_| Pairs::default(), |_, _| {})
+        .unwrap();
+    assert!(done.error.is_none(), "{:?}", done.error);
+    assert_eq!(done.stats.packets, total);
+    let mut seen: HashMap<(String, String), u64> = HashMap::new();
+    for w in &done.workers {
+        assert!(w.0.values().sum::<u64>() > 0, "a worker got nothing");
+        for (k, n) in &w.0 {
+            if k.0.is_empty() && k.1.is_empty() {
+                // Not IP: the card sends it to the first stream; counted below.
+                *seen.entry(k.clone()).or_default() += n;
+                continue;
+            }
+            assert!(
+                seen.insert(k.clone(), *n).is_none(),
+                "pair {k:?} on two workers"
+            );
+        }
+    }
+    assert_eq!(seen, want);
+}
