@@ -30,7 +30,7 @@
 #define MAX_DEVICES 16
 #define MAX_RX_STREAMS 16
 #define MAX_STREAMS (2 * MAX_RX_STREAMS)
-#define MAX_OPTIONS 64
+#define MAX_OPTIONS 256
 #define DEFAULT_BUFFER (4u << 20)
 #define ERF_HEADER 16
 
@@ -41,9 +41,11 @@ struct stream {
     uint8_t *base; /* ring of `size` bytes, mapped at base and again at base + size */
     size_t size;
     /* Receive: bytes published by the card and bytes handed back by the reader.
-     * Transmit: bytes committed. Absolute counts; the ring offset is `% size`. */
-    _Atomic uint64_t head;
-    _Atomic uint64_t tail;
+     * Transmit: bytes committed. Absolute counts; the ring offset is `% size`. The
+     * card's and the reader's fields sit on cache lines of their own. */
+    _Alignas(64) _Atomic uint64_t head;
+    _Alignas(64) _Atomic uint64_t tail;
+    _Atomic uint64_t wake_at; /* a waiting reader wants to be woken when head reaches it */
     uint64_t reader_top; /* receive: the top last returned to the reader */
     dag_size_t mindata;
     struct timeval maxwait;
@@ -345,7 +347,8 @@ static void receive(struct device *d, struct stream *s, const uint8_t *rec, size
         s->pending_loss = 0;
     }
     atomic_store(&s->head, head + stored);
-    if (atomic_load(&s->reader_waiting)) {
+    /* Wake a waiting reader once it has what it waits for, not at every record. */
+    if (atomic_load(&s->reader_waiting) && head + stored >= atomic_load(&s->wake_at)) {
         pthread_mutex_lock(&d->lock);
         pthread_cond_broadcast(&s->data);
         pthread_mutex_unlock(&d->lock);
@@ -376,11 +379,10 @@ static void *card(void *arg)
             }
         }
         n++;
-        atomic_store(&d->received, n);
-        if ((rec[8] & 0x7f) == 48) {
-            continue; /* padding is not traffic */
+        if ((rec[8] & 0x7f) != 48) { /* padding is not traffic */
+            receive(d, &d->streams[2 * steer(d, rec, rlen)], rec, rlen);
         }
-        receive(d, &d->streams[2 * steer(d, rec, rlen)], rec, rlen);
+        atomic_store_explicit(&d->received, n, memory_order_release); /* delivered or dropped */
     }
     atomic_store(&d->card_done, 1);
     pthread_mutex_lock(&d->lock);
@@ -897,6 +899,7 @@ uint8_t *dag_advance_stream(int dagfd, int stream_num, uint8_t **bottom)
             wake = deadline;
         }
         pthread_mutex_lock(&d->lock);
+        atomic_store(&s->wake_at, tail + (mindata ? mindata : 1));
         atomic_store(&s->reader_waiting, 1);
         if (atomic_load(&s->head) == head && s->started && !(done && d->end)) {
             wait_until(&s->data, &d->lock, wake);

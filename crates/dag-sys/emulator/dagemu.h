@@ -39,7 +39,7 @@ int dagemu_set_option(const char *device, const char *name, const char *value);
 /** Records the card dropped on a receive stream since it was opened. */
 uint64_t dagemu_stream_drops(int dagfd, int stream_num);
 
-/** Records the card received (read from DAGEMU_INPUT) so far. */
+/** Records the card received (read from DAGEMU_INPUT and put into a stream or dropped) so far. */
 uint64_t dagemu_records_received(int dagfd);
 
 #ifdef __cplusplus

@@ -16,6 +16,6 @@ unsafe extern "C" {
     ) -> u64;
 }
 unsafe extern "C" {
-    #[doc = " Records the card received (read from DAGEMU_INPUT) so far."]
+    #[doc = " Records the card received (read from DAGEMU_INPUT and put into a stream or dropped) so far."]
     pub fn dagemu_records_received(dagfd: ::std::os::raw::c_int) -> u64;
 }

@@ -225,6 +225,15 @@ impl DagStream {
         Ok(s)
     }
 
+    /// Changes how long an advance waits: until `min_data` bytes are there (0: it
+    /// returns at once) or `max_wait` passed.
+    pub fn set_wait(&mut self, min_data: u64, max_wait: Duration) -> Result<(), Error> {
+        self.set_poll(min_data, max_wait)?;
+        self.options.min_data = min_data;
+        self.options.max_wait = max_wait;
+        Ok(())
+    }
+
     fn set_poll(&self, min_data: u64, max_wait: Duration) -> Result<(), Error> {
         let mut wait = timeval(max_wait);
         let mut poll = timeval(self.options.poll);
@@ -246,6 +255,11 @@ impl DagStream {
             ));
         }
         Ok(())
+    }
+
+    /// How this stream is read.
+    pub fn options(&self) -> &DagOptions {
+        &self.options
     }
 
     /// The device path (`/dev/dag0`).

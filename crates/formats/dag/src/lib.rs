@@ -164,22 +164,36 @@ pub fn open_streams(uri: &str, options: &DagOptions) -> Result<Vec<DagStream>, E
 
 /// Several receive streams of a card read on one thread, in turn: a window of one, then
 /// of the next. Packets keep their stream's order; there is no order across streams.
+/// The streams are polled without waiting (an idle stream must not hold the others
+/// back); when a whole round found nothing, the reader sleeps [`IDLE_SLEEP`].
 pub struct DagStreams {
     streams: Vec<DagStream>,
     next: usize,
     ended: Vec<bool>,
     current: Option<usize>,
+    idle_in_a_row: usize,
 }
 
+/// How long [`DagStreams`] sleeps when none of its streams had anything.
+pub const IDLE_SLEEP: Duration = Duration::from_millis(1);
+
 impl DagStreams {
-    /// Reads `streams` in turn.
-    pub fn new(streams: Vec<DagStream>) -> DagStreams {
+    /// Reads `streams` in turn (their advances are made not to wait).
+    pub fn new(mut streams: Vec<DagStream>) -> DagStreams {
+        if streams.len() > 1 {
+            for s in &mut streams {
+                // Best effort: a stream that refuses keeps its own wait.
+                let max_wait = s.options().max_wait;
+                let _ = s.set_wait(0, max_wait);
+            }
+        }
         let ended = vec![false; streams.len()];
         DagStreams {
             streams,
             next: 0,
             ended,
             current: None,
+            idle_in_a_row: 0,
         }
     }
 
@@ -221,8 +235,19 @@ impl DagStreams {
                 continue;
             }
             match self.streams[i].step(keep)? {
-                capture::Step::Record(a, b, m) => break (i, capture::Step::Record(a, b, m)),
-                capture::Step::Idle => self.next = (i + 1) % n,
+                capture::Step::Record(a, b, m) => {
+                    self.idle_in_a_row = 0;
+                    break (i, capture::Step::Record(a, b, m));
+                }
+                capture::Step::Idle => {
+                    self.next = (i + 1) % n;
+                    self.idle_in_a_row += 1;
+                    if self.idle_in_a_row >= n {
+                        self.idle_in_a_row = 0;
+                        std::thread::sleep(IDLE_SLEEP);
+                    }
+                    continue;
+                }
                 capture::Step::Ended => {
                     self.ended[i] = true;
                     self.next = (i + 1) % n;
