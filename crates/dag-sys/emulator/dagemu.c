@@ -869,6 +869,13 @@ uint8_t *dag_advance_stream(int dagfd, int stream_num, uint8_t **bottom)
     uint64_t deadline = deadline_after(&maxwait);
     uint64_t head;
     for (;;) {
+        /* `card_done` is set after the card's last record, so read it first. */
+        if (d->end && atomic_load(&d->card_done) && atomic_load(&s->head) == tail) {
+            s->reader_top = tail;
+            *bottom = s->base + tail % s->size;
+            errno = ENODATA;
+            return NULL;
+        }
         head = atomic_load(&s->head);
         if (head - tail >= mindata) {
             break;
@@ -879,13 +886,7 @@ uint8_t *dag_advance_stream(int dagfd, int stream_num, uint8_t **bottom)
         int done = atomic_load(&d->card_done);
         if (done && d->end) {
             head = atomic_load(&s->head);
-            if (head == tail) {
-                s->reader_top = head;
-                *bottom = s->base + tail % s->size;
-                errno = ENODATA;
-                return NULL;
-            }
-            break; /* the rest of the input, though less than mindata */
+            break; /* the rest of the input, though less than mindata (or the end, next) */
         }
         uint64_t now = now_ns();
         if (!forever && now >= deadline) {

@@ -371,3 +371,25 @@ fn bad_uris_and_streams() {
     let e = tracekit_dag::open(&format!("dag:{dev},x"), &DagOptions::default()).unwrap_err();
     assert!(e.to_string().contains("not a number"), "{e}");
 }
+
+/// Several streams read in turn on one thread (`DagStreams`, which polls without
+/// waiting): every packet once, and the capture ends with the card's input.
+#[test]
+fn streams_in_turn_end_with_the_input() {
+    let path = tracekit_testdata::corpus("libtrace__100_packets.erf");
+    let want = file_packets(&path);
+    let dev = card(
+        Some(&path),
+        &[("DAGEMU_END", "1"), ("DAGEMU_RX_STREAMS", "3")],
+    );
+    let mut s = tracekit_dag::DagStreams::open(&format!("dag:{dev},0,2,4"), &DagOptions::default())
+        .unwrap();
+    let t = Instant::now();
+    let mut got = drain(&mut s);
+    assert!(t.elapsed() < Duration::from_secs(5));
+    got.sort_by_key(|p| p.meta().ts);
+    let mut sorted = want.clone();
+    sorted.sort_by_key(|p| p.meta().ts);
+    assert_eq!(got, sorted);
+    assert_eq!(s.stats().captured, want.len() as u64);
+}
