@@ -1,10 +1,13 @@
-//! `tracekit capture`: live capture on Linux (AF_PACKET rings, fan-out members).
+//! `tracekit capture`: live capture on Linux (AF_PACKET rings, fan-out members) and from
+//! Endace DAG cards.
 
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 use clap::{Args, ValueEnum};
-use tracekit::{Cut, Format, InputFiles, Packet, PartFailure, PartNames, PartWriter};
+use tracekit::{
+    CaptureSource, Cut, Format, InputFiles, LinkType, Packet, PartFailure, PartNames, PartWriter,
+};
 use tracekit_afpacket::{
     AfPacket, FanoutGroup, FanoutSpec, GroupId, KernelFilter, MemberThreads, Polled, RingStats,
     StopHandle,
@@ -28,10 +31,15 @@ use crate::output::OutputArgs;
 /// printed (captured, received by the socket, dropped by the kernel; per member).
 /// Needs root or CAP_NET_RAW.
 ///
+/// `-i dag:/dev/dag0` captures from a DAG card's receive stream 0, `dag:/dev/dag0,2`
+/// from stream 2, `dag:/dev/dag0,0,2` from several streams read in turn (builds with the
+/// `libdag` or `dag-emulator` feature); the counters are then the card's (records lost,
+/// from the records' loss counters).
+///
 /// Example: `tracekit capture -i eth0 -f "tcp port 443" --members 2 -w https.pcapng.zst`
 #[derive(Args)]
 pub struct CaptureArgs {
-    /// Interface to capture on.
+    /// Interface to capture on, or a DAG card (`dag:/dev/dag0[,stream...]`).
     #[arg(short = 'i', long = "interface", value_name = "IFACE")]
     interface: String,
     /// Output trace (`-` for standard output).
@@ -147,6 +155,13 @@ fn print_stats(label: &str, per_member: &[RingStats], written: u64) {
 }
 
 pub fn run(args: CaptureArgs) -> Result<Outcome> {
+    if args
+        .interface
+        .get(..4)
+        .is_some_and(|p| p.eq_ignore_ascii_case("dag:"))
+    {
+        return capture_dag(args);
+    }
     // Environment and config file first, then the flags over them.
     let mut group = FanoutGroup::configured(&args.interface)?;
     if let Some(m) = args.members {
@@ -215,29 +230,11 @@ pub fn run(args: CaptureArgs) -> Result<Outcome> {
         );
     }
     let link = caps[0].link_type();
-    let rotating = PartNames::new(&args.output_file, Format::Pcap);
-    let mut create = args.output.create_options(
-        [tracekit::TsResolution::NANO],
+    let mut out = open_output(
+        &args,
         Some(args.output.snaplen.unwrap_or(snaplen)),
         Some(link),
-    );
-    // A live capture is written in place, so that the file can be watched as it grows.
-    create.in_place = true;
-    create.format = Some(args.output.format.unwrap_or(if args.output_file == "-" {
-        Format::Pcap
-    } else {
-        rotating.format()
-    }));
-    let (names, cut) = match args.rotate {
-        Some(s) => (rotating, Cut::Interval(s.max(1) * 1_000_000_000)),
-        None => (
-            PartNames::single(&args.output_file, rotating.format()),
-            Cut::Never,
-        ),
-    };
-    let mut out = Output {
-        parts: PartWriter::new(names, cut, create, InputFiles::default())?,
-    };
+    )?;
     let deadline = args
         .duration
         .map(|s| Instant::now() + Duration::from_secs_f64(s.max(0.0)));
@@ -358,4 +355,110 @@ fn capture_members(
         Some(e) => Err(e),
         None => Ok(stats?),
     }
+}
+
+/// The output of a capture: one file, or one per rotation interval.
+fn open_output(args: &CaptureArgs, snaplen: Option<u32>, link: Option<LinkType>) -> Result<Output> {
+    let rotating = PartNames::new(&args.output_file, Format::Pcap);
+    let mut create = args
+        .output
+        .create_options([tracekit::TsResolution::NANO], snaplen, link);
+    // A live capture is written in place, so that the file can be watched as it grows.
+    create.in_place = true;
+    create.format = Some(args.output.format.unwrap_or(if args.output_file == "-" {
+        Format::Pcap
+    } else {
+        rotating.format()
+    }));
+    let (names, cut) = match args.rotate {
+        Some(s) => (rotating, Cut::Interval(s.max(1) * 1_000_000_000)),
+        None => (
+            PartNames::single(&args.output_file, rotating.format()),
+            Cut::Never,
+        ),
+    };
+    Ok(Output {
+        parts: PartWriter::new(names, cut, create, InputFiles::default())?,
+    })
+}
+
+/// Capture from a DAG card: the library's source for `dag:` URIs (several streams read
+/// in turn), into the output.
+fn capture_dag(args: CaptureArgs) -> Result<Outcome> {
+    if args.members.is_some()
+        || args.fanout.is_some()
+        || args.group.is_some()
+        || args.block_size.is_some()
+        || args.blocks.is_some()
+        || args.latency_ms.is_some()
+        || args.no_promisc
+        || args.kernel_filter.is_some()
+    {
+        bail!(
+            "--members, --fanout, --group, --block-size, --blocks, --latency-ms, --no-promisc and --kernel-filter are AF_PACKET options; a DAG card's streams are named in the URI (dag:/dev/dag0,0,2)"
+        );
+    }
+    let mut source = crate::open_source(&args.interface)?;
+    if let Some(expr) = &args.filter {
+        source = source
+            .with_filter(expr)
+            .with_context(|| format!("filter '{expr}'"))?;
+    }
+    let stop = crate::ctrl_c_stop();
+    let mut out = open_output(&args, args.output.snaplen, None)?;
+    if let Some(secs) = args.duration {
+        let s = stop.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_secs_f64(secs.max(0.0)));
+            s.stop();
+        });
+    }
+    let every = args
+        .stats_interval
+        .map(|s| Duration::from_secs_f64(s.max(0.1)));
+    let mut next_report = every.map(|e| Instant::now() + e);
+    let limit = args.count.unwrap_or(u64::MAX);
+    let mut failure = None;
+    let mut since_check = 0u32;
+    while out.written() < limit && !stop.is_stopped() {
+        match source.next_packet() {
+            Ok(Some(p)) => {
+                if let Err(e) = out.write(&p) {
+                    failure = Some(e);
+                    break;
+                }
+            }
+            Ok(None) => break,
+            Err(e) => {
+                failure = Some(anyhow::Error::from(e).context(args.interface.clone()));
+                break;
+            }
+        }
+        since_check += 1;
+        if since_check >= 256 {
+            since_check = 0;
+            if let (Some(e), Some(at)) = (every, next_report.as_mut())
+                && Instant::now() >= *at
+            {
+                *at = Instant::now() + e;
+                print_dag_stats(&source, out.written());
+            }
+        }
+    }
+    let written = out.written();
+    let closed = out.close();
+    if let Some(e) = failure {
+        return Err(e);
+    }
+    closed?;
+    print_dag_stats(&source, written);
+    Ok(Outcome::Ok)
+}
+
+fn print_dag_stats(source: &tracekit::Source, written: u64) {
+    let s = source.stats();
+    eprintln!(
+        "tracekit capture: {written} packets captured, {} received by the card, {} dropped by the card, {} dropped by the filter",
+        s.received, s.dropped, s.filtered
+    );
 }

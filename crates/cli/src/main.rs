@@ -119,8 +119,8 @@ fn main() -> ExitCode {
     }
 }
 
-/// Opens a trace like `tracekit::open`; a live source (`afpacket:IFACE`) also stops
-/// cleanly on Ctrl-C (its reader returns the end, so outputs are completed).
+/// Opens a trace like `tracekit::open`; a live source (`afpacket:IFACE`, `dag:DEV`) also
+/// stops cleanly on Ctrl-C (its reader returns the end, so outputs are completed).
 pub fn open_source(uri: &str) -> Result<tracekit::Source, tracekit::Error> {
     open_source_with(uri, &tracekit::OpenOptions::default())
 }
@@ -133,6 +133,8 @@ pub fn open_source_with(
     let mut source = tracekit::open_with(uri, options)?;
     if let Some(live) = source.as_live_mut() {
         live.set_stop_handle(ctrl_c_stop());
+    } else if source.format_name() == "dag" {
+        source.set_stop_flag(ctrl_c_stop().flag());
     }
     Ok(source)
 }

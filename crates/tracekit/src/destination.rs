@@ -342,6 +342,17 @@ fn stage(path: &str) -> Result<(File, Staging), Error> {
 }
 
 impl Landing {
+    /// The landing of an output that is not a file (a DAG transmit stream): nothing to
+    /// rename or cut.
+    #[cfg(feature = "dag")]
+    pub fn none() -> Landing {
+        Landing {
+            accepted: Arc::new(AtomicU64::new(0)),
+            file: None,
+            staging: None,
+        }
+    }
+
     /// Bytes the destination accepted so far.
     #[inline]
     pub fn accepted(&self) -> u64 {

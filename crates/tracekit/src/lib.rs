@@ -73,6 +73,10 @@ pub use tracekit_core::{
     MAX_SNAPLEN, Meta, OwnedPacket, Packet, PacketKind, PacketOptions, SinkReport, Stats,
     Timestamp, TsResolution,
 };
+/// Endace DAG capture and transmit (feature `dag`): receive streams, several streams,
+/// transmit sinks.
+#[cfg(feature = "dag")]
+pub use tracekit_dag as dag;
 pub use tracekit_filter::Filter;
 pub use tracekit_io::{Compression, ReadMode};
 pub use {

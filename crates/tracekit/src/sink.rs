@@ -172,6 +172,9 @@ enum SinkKind {
     Pcap(PcapWriter<Output>),
     Pcapng(PcapngWriter<Output>),
     Erf(ErfWriter<Output>),
+    /// ERF records into a DAG transmit stream (`dag:/dev/dag0,1`).
+    #[cfg(feature = "dag")]
+    Dag(Box<tracekit_dag::DagSink>),
 }
 
 /// Creates a trace for writing: a path or `-` for standard output. The format comes
@@ -188,6 +191,12 @@ pub fn create_checked(
     options: &CreateOptions,
     inputs: &InputFiles,
 ) -> Result<Sink, Error> {
+    if let Some((scheme, rest)) = uri.split_once(':')
+        && scheme.eq_ignore_ascii_case("dag")
+        && !rest.is_empty()
+    {
+        return create_dag(uri, options);
+    }
     if crate::source::is_live_uri(uri) {
         return Err(Error::unsupported(
             "writing to a live interface is not supported: name a trace file",
@@ -271,6 +280,33 @@ pub fn create_checked(
     })
 }
 
+/// A DAG transmit stream as a sink: the packets as ERF records.
+#[cfg(feature = "dag")]
+fn create_dag(uri: &str, options: &CreateOptions) -> Result<Sink, Error> {
+    if options.format.is_some_and(|f| f != Format::Erf) {
+        return Err(Error::invalid_argument(
+            "a DAG card transmits ERF records: no other output format",
+        )
+        .with_path(uri));
+    }
+    let snaplen = options.snaplen.filter(|&s| s != 0);
+    let sink = tracekit_dag::DagSink::open(uri, &ErfWriterOptions { snaplen })?;
+    Ok(Sink {
+        kind: SinkKind::Dag(Box::new(sink)),
+        format: Format::Erf,
+        landing: Landing::none(),
+        tracker: Tracker::default(),
+    })
+}
+
+#[cfg(not(feature = "dag"))]
+fn create_dag(uri: &str, _: &CreateOptions) -> Result<Sink, Error> {
+    Err(Error::unsupported(
+        "DAG transmit (dag:) needs tracekit's `dag` feature (with `dag-emulator` or `libdag`)",
+    )
+    .with_path(uri))
+}
+
 impl Sink {
     /// The output format.
     pub fn format(&self) -> Format {
@@ -285,6 +321,8 @@ impl Sink {
             SinkKind::Pcap(w) => w.write_packet(packet).map(|()| (w.packets(), w.bytes())),
             SinkKind::Pcapng(w) => w.write_packet(packet).map(|()| (w.packets(), w.bytes())),
             SinkKind::Erf(w) => w.write_packet(packet).map(|()| (w.packets(), w.bytes())),
+            #[cfg(feature = "dag")]
+            SinkKind::Dag(w) => w.write_packet(packet).map(|()| (0, 0)),
         }?;
         self.tracker.note(position, self.landing.accepted());
         Ok(())
@@ -302,6 +340,8 @@ impl Sink {
     pub fn describe_interface(&mut self, id: u32, info: &InterfaceInfo) -> Result<(), Error> {
         match &mut self.kind {
             SinkKind::Pcap(_) | SinkKind::Erf(_) => Ok(()),
+            #[cfg(feature = "dag")]
+            SinkKind::Dag(_) => Ok(()),
             SinkKind::Pcapng(w) => w.describe_interface(id, info),
         }
     }
@@ -326,6 +366,8 @@ impl Sink {
                 SinkKind::Pcap(w) => w.finish_into_inner()?,
                 SinkKind::Pcapng(w) => w.finish_into_inner()?,
                 SinkKind::Erf(w) => w.finish_into_inner()?,
+                #[cfg(feature = "dag")]
+                SinkKind::Dag(w) => return w.finish(),
             };
             if let Some(bytes) = out.finish()? {
                 report.bytes = bytes;

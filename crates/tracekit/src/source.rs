@@ -69,14 +69,44 @@ enum SourceKind {
     Legacy(LegacyReader),
     #[cfg(all(feature = "live", target_os = "linux"))]
     Live(Box<AfPacket>),
+    /// One receive stream of a DAG card.
+    #[cfg(feature = "dag")]
+    Dag(Box<tracekit_dag::DagStream>),
+    /// Several receive streams of a DAG card, read in turn.
+    #[cfg(feature = "dag")]
+    DagStreams(Box<tracekit_dag::DagStreams>),
 }
 
 /// The URI schemes of live capture (libtrace's `int:`/`pcapint:` included), in one place.
 pub const LIVE_SCHEMES: &[&str] = &["afpacket", "ring", "int", "pcapint"];
 
-/// Whether `uri` names a live capture (`afpacket:eth0`, `ring:eth0`, ...).
+/// Whether `uri` names a live capture (`afpacket:eth0`, `ring:eth0`, `dag:/dev/dag0`, ...).
 pub fn is_live_uri(uri: &str) -> bool {
-    matches!(split_uri(uri), (Some(scheme), _) if LIVE_SCHEMES.contains(&scheme.to_ascii_lowercase().as_str()))
+    matches!(split_uri(uri), (Some(scheme), _) if LIVE_SCHEMES.contains(&scheme.to_ascii_lowercase().as_str()) || scheme.eq_ignore_ascii_case("dag"))
+}
+
+/// A DAG card's receive streams: `dag:/dev/dag0` (stream 0), `dag:/dev/dag0,2`, or
+/// several (`dag:/dev/dag0,0,2,4`, read in turn; for one thread per stream use
+/// [`tracekit_dag::open_streams`] with
+/// [`crate::parallel::Parallel::run_members`]).
+#[cfg(feature = "dag")]
+fn open_dag(uri: &str, options: &OpenOptions) -> Result<Source, Error> {
+    let dag_options = tracekit_dag::DagOptions {
+        skip_meta: options.metadata == Metadata::Skip,
+        ..Default::default()
+    };
+    let mut streams = tracekit_dag::open_streams(uri, &dag_options)?;
+    let kind = if streams.len() == 1 {
+        SourceKind::Dag(Box::new(streams.remove(0)))
+    } else {
+        SourceKind::DagStreams(Box::new(tracekit_dag::DagStreams::new(streams)))
+    };
+    Ok(Source {
+        kind,
+        compression: Compression::None,
+        filter: None,
+        filtered: 0,
+    })
 }
 
 /// Splits `scheme:rest` for the schemes tracekit knows; anything else is a path.
@@ -177,9 +207,12 @@ pub fn open_with(uri: &str, options: &OpenOptions) -> Result<Source, Error> {
                 ))
                 .with_path(uri));
             }
+            #[cfg(feature = "dag")]
+            "dag" => return open_dag(uri, options),
+            #[cfg(not(feature = "dag"))]
             "dag" => {
                 return Err(Error::unsupported(format!(
-                    "DAG capture ({scheme}:) is not part of this build of tracekit yet"
+                    "DAG capture ({scheme}:) needs tracekit's `dag` feature (with `dag-emulator` or `libdag`)"
                 ))
                 .with_path(uri));
             }
@@ -285,6 +318,10 @@ impl Source {
             SourceKind::Legacy(r) => r.format(),
             #[cfg(all(feature = "live", target_os = "linux"))]
             SourceKind::Live(c) => &**c,
+            #[cfg(feature = "dag")]
+            SourceKind::Dag(d) => &**d,
+            #[cfg(feature = "dag")]
+            SourceKind::DagStreams(d) => &**d,
         }
     }
 
@@ -297,6 +334,8 @@ impl Source {
             SourceKind::Legacy(r) => Some(r.input()),
             #[cfg(all(feature = "live", target_os = "linux"))]
             SourceKind::Live(_) => None,
+            #[cfg(feature = "dag")]
+            SourceKind::Dag(_) | SourceKind::DagStreams(_) => None,
         }
     }
 
@@ -309,11 +348,18 @@ impl Source {
             SourceKind::Legacy(r) => Some(Format::Legacy(r.format().kind())),
             #[cfg(all(feature = "live", target_os = "linux"))]
             SourceKind::Live(_) => None,
+            #[cfg(feature = "dag")]
+            SourceKind::Dag(_) | SourceKind::DagStreams(_) => None,
         }
     }
 
-    /// The name of the format or live source (`pcap`, `pcapng`, `erf`, `afpacket`).
+    /// The name of the format or live source (`pcap`, `pcapng`, `erf`, `afpacket`,
+    /// `dag`).
     pub fn format_name(&self) -> &'static str {
+        #[cfg(feature = "dag")]
+        if matches!(self.kind, SourceKind::Dag(_) | SourceKind::DagStreams(_)) {
+            return "dag";
+        }
         self.format().map_or("afpacket", Format::name)
     }
 
@@ -383,6 +429,30 @@ impl Source {
         }
     }
 
+    /// Makes a DAG source end once `stop` is set (within the poll maximum wait), e.g.
+    /// from a Ctrl-C handler; other sources are not affected (an AF_PACKET capture takes
+    /// its stop handle through [`Source::as_live_mut`]).
+    pub fn set_stop_flag(&mut self, stop: std::sync::Arc<std::sync::atomic::AtomicBool>) {
+        #[cfg(feature = "dag")]
+        if let Some(streams) = self.as_dag_mut() {
+            for s in streams {
+                s.set_stop_flag(stop.clone());
+            }
+        }
+        let _ = stop;
+    }
+
+    /// The DAG receive streams, when the source is a DAG card (`dag:/dev/dag0`): their
+    /// counters, their stop flags ([`tracekit_dag::DagStream::set_stop_flag`]).
+    #[cfg(feature = "dag")]
+    pub fn as_dag_mut(&mut self) -> Option<&mut [tracekit_dag::DagStream]> {
+        match &mut self.kind {
+            SourceKind::Dag(d) => Some(std::slice::from_mut(&mut **d)),
+            SourceKind::DagStreams(d) => Some(d.streams_mut()),
+            _ => None,
+        }
+    }
+
     /// The pcap reader, when the trace is pcap.
     pub fn as_pcap(&self) -> Option<&PcapReader> {
         match &self.kind {
@@ -404,6 +474,10 @@ impl Source {
             SourceKind::Legacy(r) => r.current_packet(),
             #[cfg(all(feature = "live", target_os = "linux"))]
             SourceKind::Live(c) => c.current_packet(),
+            #[cfg(feature = "dag")]
+            SourceKind::Dag(d) => d.current_packet(),
+            #[cfg(feature = "dag")]
+            SourceKind::DagStreams(d) => d.current_packet(),
         }
     }
 
@@ -417,6 +491,8 @@ impl Source {
             SourceKind::Legacy(r) => Some(r.input_mut()),
             #[cfg(all(feature = "live", target_os = "linux"))]
             SourceKind::Live(_) => None,
+            #[cfg(feature = "dag")]
+            SourceKind::Dag(_) | SourceKind::DagStreams(_) => None,
         }
     }
 
@@ -443,6 +519,10 @@ impl CaptureSource for Source {
                 SourceKind::Legacy(r) => r.next_packet(),
                 #[cfg(all(feature = "live", target_os = "linux"))]
                 SourceKind::Live(c) => c.next_packet(),
+                #[cfg(feature = "dag")]
+                SourceKind::Dag(d) => d.next_packet(),
+                #[cfg(feature = "dag")]
+                SourceKind::DagStreams(d) => d.next_packet(),
             }
         };
         // A reader's offsets in a compressed file count decompressed bytes.
@@ -463,6 +543,10 @@ impl CaptureSource for Source {
             SourceKind::Legacy(r) => r.stats(),
             #[cfg(all(feature = "live", target_os = "linux"))]
             SourceKind::Live(c) => c.stats(),
+            #[cfg(feature = "dag")]
+            SourceKind::Dag(d) => d.stats(),
+            #[cfg(feature = "dag")]
+            SourceKind::DagStreams(d) => d.stats(),
         };
         stats.filtered = self.filtered;
         stats.captured = stats.received.saturating_sub(self.filtered);
@@ -492,6 +576,10 @@ impl Source {
             SourceKind::Legacy(r) => r.next_matching(&mut keep),
             #[cfg(all(feature = "live", target_os = "linux"))]
             SourceKind::Live(c) => c.next_matching(&mut keep),
+            #[cfg(feature = "dag")]
+            SourceKind::Dag(d) => d.next_matching(&mut keep),
+            #[cfg(feature = "dag")]
+            SourceKind::DagStreams(d) => d.next_matching(&mut keep),
         }
     }
 }

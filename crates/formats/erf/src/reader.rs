@@ -1,12 +1,11 @@
 //! Zero-copy ERF reader.
 
 use tracekit_core::{
-    Direction, Error, InterfaceInfo, LinkType, Meta, PacketKind, Record, RecordFormat, Timestamp,
-    TraceInfo, TsResolution,
+    Error, InterfaceInfo, LinkType, Record, RecordFormat, TraceInfo, TsResolution,
 };
 use tracekit_io::{Input, Reader};
 
-use crate::record::{EXT_LEN, ErfPayload, ErfType, HEADER_LEN, field};
+use crate::record::{DecodedRecord, ErfPayload, ErfType, HEADER_LEN, decode_record, field};
 
 /// How an [`ErfReader`] reads.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -196,107 +195,59 @@ impl ErfFormat {
                     .with_packet(self.packets + 1));
             }
             let b = &self.input.available()[..rlen];
-            let ts = u64::from_le_bytes(b[field::TS].try_into().unwrap_or_default());
-            let raw_type = b[field::TYPE];
-            let flags = b[field::FLAGS];
-            let lctr = u16::from_be_bytes([b[field::LCTR.start], b[field::LCTR.start + 1]]);
-            let wlen = usize::from(u16::from_be_bytes([
-                b[field::WLEN.start],
-                b[field::WLEN.start + 1],
-            ]));
-            let t = ErfType::from_type_byte(raw_type);
-            let payload = t.payload();
-            // Extension headers: a chain of 8-byte headers, bit 7 of each first byte
-            // saying that another follows.
-            let mut framing = HEADER_LEN;
-            let mut more = raw_type & 0x80 != 0;
-            while more {
-                match b.get(framing..framing + EXT_LEN) {
-                    Some(ext) => more = ext[0] & 0x80 != 0,
-                    None => {
-                        return Err(self.error_here(Error::malformed(format!(
-                            "ERF extension headers run past the end of the {rlen}-byte record"
-                        ))));
-                    }
-                }
-                framing += EXT_LEN;
-            }
-            if framing > HEADER_LEN && payload != ErfPayload::Record {
-                self.notes.extension_headers += 1;
-            }
-            if t == ErfType::PAD {
+            let rec = match decode_record(b) {
+                Ok(rec) => rec,
+                Err(e) => return Err(self.error_here(e)),
+            };
+            // Padding and skipped META records are not packets; a PAD record's bytes
+            // were still checked like any record's.
+            if rec.erf_type == ErfType::PAD {
                 self.notes.pad_records += 1;
                 self.input.consume(rlen);
                 continue;
             }
-            if t == ErfType::META && self.options.skip_meta {
+            if rec.erf_type == ErfType::META && self.options.skip_meta {
                 self.input.consume(rlen);
                 continue;
             }
-            let (data_at, caplen, link, wire_len) = match payload {
-                ErfPayload::Record => {
-                    // The record exactly as stored (padding included, so that it can be
-                    // written back bit for bit); the wire length is that of its header
-                    // and extension headers plus `wlen`.
-                    self.notes.encapsulated += 1;
-                    (0, rlen, LinkType::ERF, framing + wlen)
-                }
-                _ => {
-                    let at = framing + payload.type_header_len();
-                    if rlen < at {
-                        return Err(self.error_here(Error::malformed(format!(
-                            "ERF {t} record of {rlen} bytes has no room for its {}-byte pad",
-                            payload.type_header_len()
-                        ))));
-                    }
-                    let cap = (rlen - at).min(wlen);
-                    (at, cap, payload.link_type(&b[at..at + cap]), wlen)
-                }
-            };
-            if flags & 0x38 != 0 {
-                self.note_flags(flags);
-            }
-            let loss = if lctr != 0 && !t.is_colour() {
-                u32::from(lctr)
-            } else {
-                0
-            };
-            self.lost += u64::from(loss);
-            let interface = u32::from(flags & 0x03);
-            self.last_link[interface as usize] = Some(link);
-            let meta = Meta {
-                ts: Timestamp::from_erf(ts),
-                wire_len: wire_len as u32,
-                link,
-                interface,
-                direction: Direction::Unknown,
-                loss,
-                kind: if t == ErfType::META {
-                    PacketKind::Meta
-                } else {
-                    PacketKind::Data
-                },
-            };
+            self.notes.count(&rec);
+            self.lost += u64::from(rec.meta.loss);
+            self.last_link[rec.meta.interface as usize] = Some(rec.meta.link);
             let start = self.input.window_pos();
             self.input.consume(rlen);
             self.packets += 1;
-            *record = Record::new(start + data_at, caplen, meta);
+            *record = Record::new(start + rec.data_at, rec.caplen, rec.meta);
             return Ok(true);
         }
     }
 }
 
-impl ErfFormat {
+impl ErfNotes {
+    /// Counts what is odd about a record handed out as a packet (its extension headers,
+    /// its type, its flags).
+    #[inline(always)]
+    pub fn count(&mut self, rec: &DecodedRecord) {
+        if rec.framing > HEADER_LEN && rec.erf_type.payload() != ErfPayload::Record {
+            self.extension_headers += 1;
+        }
+        if rec.erf_type.payload() == ErfPayload::Record {
+            self.encapsulated += 1;
+        }
+        if rec.flags & 0x38 != 0 {
+            self.note_flags(rec.flags);
+        }
+    }
+
     #[cold]
     fn note_flags(&mut self, flags: u8) {
         if flags & 0x08 != 0 {
-            self.notes.truncated += 1;
+            self.truncated += 1;
         }
         if flags & 0x10 != 0 {
-            self.notes.rx_errors += 1;
+            self.rx_errors += 1;
         }
         if flags & 0x20 != 0 {
-            self.notes.ds_errors += 1;
+            self.ds_errors += 1;
         }
     }
 }

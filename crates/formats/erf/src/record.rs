@@ -32,6 +32,119 @@ pub(crate) mod field {
 /// decoder.
 pub use tracekit_core::{ErfPayload, ErfType};
 
+/// One record decoded from its bytes: the header fields and the packet it carries. The
+/// file reader and the DAG capture (`tracekit-dag`) both decode records with
+/// [`decode_record`], so there is one ERF record parser.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DecodedRecord {
+    /// The record type (bit 7, the extension-header bit, removed).
+    pub erf_type: ErfType,
+    /// The flags byte.
+    pub flags: u8,
+    /// Bytes of the header and the extension headers.
+    pub framing: usize,
+    /// Where the packet starts in the record: after the type header for the link-layer
+    /// types, 0 for those handed out whole as `LINKTYPE_ERF`.
+    pub data_at: usize,
+    /// Captured bytes of the packet: `min(rlen − framing − type header, wlen)`, or the
+    /// whole record for `LINKTYPE_ERF`.
+    pub caplen: usize,
+    /// The packet's metadata: time stamp, wire length, link type, interface (flag bits
+    /// 0-1), loss (`lctr`, 0 for colour types), kind (META records are
+    /// [`tracekit_core::PacketKind::Meta`]).
+    pub meta: tracekit_core::Meta,
+}
+
+impl DecodedRecord {
+    /// The record's packet bytes, from `record` (the bytes given to [`decode_record`]).
+    #[inline(always)]
+    pub fn packet<'a>(&self, record: &'a [u8]) -> &'a [u8] {
+        &record[self.data_at..self.data_at + self.caplen]
+    }
+}
+
+/// Decodes one record; `record` is exactly its `rlen` bytes (at least [`HEADER_LEN`]).
+/// The error says what is wrong with it (extension headers past its end, no room for
+/// its type header); the caller adds where it is.
+#[inline(always)]
+pub fn decode_record(record: &[u8]) -> Result<DecodedRecord, tracekit_core::Error> {
+    use tracekit_core::{Direction, Error, LinkType, Meta, PacketKind, Timestamp};
+    let b = record;
+    let rlen = b.len();
+    if rlen < HEADER_LEN {
+        return Err(Error::malformed(format!(
+            "bad ERF record length {rlen} (a record holds at least its 16-byte header)"
+        )));
+    }
+    let ts = u64::from_le_bytes(b[field::TS].try_into().unwrap_or_default());
+    let raw_type = b[field::TYPE];
+    let flags = b[field::FLAGS];
+    let lctr = u16::from_be_bytes([b[field::LCTR.start], b[field::LCTR.start + 1]]);
+    let wlen = usize::from(u16::from_be_bytes([
+        b[field::WLEN.start],
+        b[field::WLEN.start + 1],
+    ]));
+    let t = ErfType::from_type_byte(raw_type);
+    let payload = t.payload();
+    // Extension headers: a chain of 8-byte headers, bit 7 of each first byte saying that
+    // another follows.
+    let mut framing = HEADER_LEN;
+    let mut more = raw_type & 0x80 != 0;
+    while more {
+        match b.get(framing..framing + EXT_LEN) {
+            Some(ext) => more = ext[0] & 0x80 != 0,
+            None => {
+                return Err(Error::malformed(format!(
+                    "ERF extension headers run past the end of the {rlen}-byte record"
+                )));
+            }
+        }
+        framing += EXT_LEN;
+    }
+    let (data_at, caplen, link, wire_len) = match payload {
+        // The record exactly as stored (padding included, so that it can be written back
+        // bit for bit); the wire length is that of its header and extension headers plus
+        // `wlen`.
+        ErfPayload::Record => (0, rlen, LinkType::ERF, framing + wlen),
+        _ => {
+            let at = framing + payload.type_header_len();
+            if rlen < at {
+                return Err(Error::malformed(format!(
+                    "ERF {t} record of {rlen} bytes has no room for its {}-byte pad",
+                    payload.type_header_len()
+                )));
+            }
+            let cap = (rlen - at).min(wlen);
+            (at, cap, payload.link_type(&b[at..at + cap]), wlen)
+        }
+    };
+    let loss = if lctr != 0 && !t.is_colour() {
+        u32::from(lctr)
+    } else {
+        0
+    };
+    Ok(DecodedRecord {
+        erf_type: t,
+        flags,
+        framing,
+        data_at,
+        caplen,
+        meta: Meta {
+            ts: Timestamp::from_erf(ts),
+            wire_len: wire_len as u32,
+            link,
+            interface: u32::from(flags & 0x03),
+            direction: Direction::Unknown,
+            loss,
+            kind: if t == ErfType::META {
+                PacketKind::Meta
+            } else {
+                PacketKind::Data
+            },
+        },
+    })
+}
+
 /// Seconds of 1995-01-01. A record with an earlier time stamp (libtrace refuses them
 /// all) is taken for ERF by detection only with the varying-length flag that every
 /// writer of current ERF sets, and a record length that is a multiple of 4 (records are
