@@ -45,6 +45,7 @@
 //! ```
 
 #![forbid(unsafe_code)]
+#![deny(missing_docs)]
 
 mod anomaly;
 mod bytes;
