@@ -280,7 +280,7 @@
 //! | `live` | on | `afpacket:`/`ring:` URIs in [`open`], [`open_members`], the [`live`] module (`tracekit-afpacket`) | Linux (elsewhere the feature adds nothing and live URIs are refused); `CAP_NET_RAW` or root to capture. Nothing to build. |
 //! | `libpcap` | off | compiling tcpdump expressions: [`Source::with_filter`], [`Filter::new`] (`tracekit-filter/libpcap`) | at run time only: the libpcap shared library (`libpcap.so.0.8`, Debian's `libpcap0.8`; or the file named by `TRACEKIT_LIBPCAP`), loaded with `dlopen`. Nothing to build or link. |
 //!
-//! Without a feature: pcap, pcapng and ERF reading and writing, the five codecs, the
+//! With neither feature: pcap, pcapng and ERF reading and writing, the five codecs, the
 //! decoder, the BPF virtual machine and [`parallel`]. Building needs a C compiler, since
 //! the zstd, bzip2, xz and libdeflate codecs are compiled from bundled sources.
 
