@@ -4,6 +4,7 @@
 //! cached benchmark inputs, and libpcap's read loop for in-process peers.
 
 #![deny(unsafe_code)]
+#![deny(missing_docs)]
 
 pub mod inputs;
 #[allow(unsafe_code)]

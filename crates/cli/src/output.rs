@@ -98,7 +98,7 @@ pub fn explain(e: &tracekit::Error, exact_timestamps: bool) -> String {
 }
 
 /// Says on stderr why writing `name` stopped and what it holds now; see
-/// [`Sink::salvage`].
+/// [`tracekit::Sink::salvage`].
 pub fn report_failure(command: &str, name: &str, message: &str, kept: tracekit::Kept) {
     eprintln!("tracekit {command}: {name}: {message}\ntracekit {command}: {name} {kept}");
 }

@@ -21,14 +21,17 @@
 //! ```
 //! use tracekit_core::{LinkType, Meta, Packet, Timestamp};
 //! use tracekit_decode::Decoded;
-//! use tracekit_testdata::builder::{Ethernet, Ipv4, PacketBuilder, Tcp, tcp_flags};
 //!
-//! // Ethernet + IPv4 + TCP SYN 10.0.0.1:40000 -> 10.0.0.2:80 with an MSS option.
-//! let f = PacketBuilder::new()
-//!     .ethernet(Ethernet::new([2, 0, 0, 0, 0, 1], [2, 0, 0, 0, 0, 2]))
-//!     .ipv4(Ipv4::new([10, 0, 0, 1], [10, 0, 0, 2]))
-//!     .tcp(Tcp::new(40000, 80).flags(tcp_flags::SYN).mss(1460))
-//!     .build();
+//! // Ethernet + IPv4 + TCP SYN 10.0.0.1:40000 -> 10.0.0.2:80 with an MSS option, as it
+//! // would come out of any capture (or any byte slice: the decoder needs no tracekit reader).
+//! let f: [u8; 58] = [
+//!     2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1, 0x08, 0x00, // Ethernet: dst, src, IPv4
+//!     0x45, 0, 0, 44, 0, 1, 0x40, 0, 64, 6, 0x26, 0xc9, // IPv4: 44 bytes, DF, TTL 64, TCP
+//!     10, 0, 0, 1, 10, 0, 0, 2, //                          source, destination
+//!     0x9c, 0x40, 0, 80, 0, 0, 0, 1, 0, 0, 0, 0, //         TCP: ports, seq, ack
+//!     0x60, 0x02, 0xff, 0xff, 0, 0, 0, 0, //                24-byte header, SYN, window
+//!     2, 4, 0x05, 0xb4, //                                  MSS 1460
+//! ];
 //! let p = Packet::new(&f, Meta::new(Timestamp::ZERO, f.len() as u32, LinkType::ETHERNET));
 //!
 //! let d = Decoded::new(&p);
@@ -42,6 +45,7 @@
 //! ```
 
 #![forbid(unsafe_code)]
+#![deny(missing_docs)]
 
 mod anomaly;
 mod bytes;

@@ -32,6 +32,7 @@
 //! ```
 
 #![deny(unsafe_code)]
+#![deny(missing_docs)]
 
 #[cfg(feature = "libpcap")]
 mod chain;

@@ -24,50 +24,93 @@ impl Insn {
 }
 
 /// Opcode fields (values of `<pcap/bpf.h>`).
+///
+/// An opcode is the OR of an instruction class (low three bits) and the fields that class
+/// uses: loads take a size and an addressing mode, ALU and jump instructions an operation
+/// and a source, `ret` a return-value source, and `misc` a register transfer.
 pub mod op {
+    /// Class: load into the accumulator A (`ld`, `ldh`, `ldb`).
     pub const LD: u16 = 0x00;
+    /// Class: load into the index register X (`ldx`, `ldxb`).
     pub const LDX: u16 = 0x01;
+    /// Class: store A into a scratch memory word (`st`).
     pub const ST: u16 = 0x02;
+    /// Class: store X into a scratch memory word (`stx`).
     pub const STX: u16 = 0x03;
+    /// Class: arithmetic and logic on A, with a constant or X as the other operand.
     pub const ALU: u16 = 0x04;
+    /// Class: jumps, unconditional (`ja`) or comparing A with a constant or X.
     pub const JMP: u16 = 0x05;
+    /// Class: end the program, accepting that many bytes of the packet (0 rejects it).
     pub const RET: u16 = 0x06;
+    /// Class: register transfers between A and X (`tax`, `txa`).
     pub const MISC: u16 = 0x07;
 
+    /// Load size: a 32-bit word, read in network byte order.
     pub const W: u16 = 0x00;
+    /// Load size: a 16-bit half word, read in network byte order.
     pub const H: u16 = 0x08;
+    /// Load size: one byte.
     pub const B: u16 = 0x10;
 
+    /// Addressing mode: the constant `k` itself.
     pub const IMM: u16 = 0x00;
+    /// Addressing mode: packet bytes at the fixed offset `k`.
     pub const ABS: u16 = 0x20;
+    /// Addressing mode: packet bytes at offset X + `k`.
     pub const IND: u16 = 0x40;
+    /// Addressing mode: scratch memory word `k`.
     pub const MEM: u16 = 0x60;
+    /// Addressing mode: the packet's wire length.
     pub const LEN: u16 = 0x80;
+    /// Addressing mode of `ldxb`: four times the low nibble of the byte at `k` (an IPv4
+    /// header length).
     pub const MSH: u16 = 0xa0;
 
+    /// ALU operation: A + operand.
     pub const ADD: u16 = 0x00;
+    /// ALU operation: A − operand.
     pub const SUB: u16 = 0x10;
+    /// ALU operation: A × operand.
     pub const MUL: u16 = 0x20;
+    /// ALU operation: A ÷ operand (a division by zero rejects the packet).
     pub const DIV: u16 = 0x30;
+    /// ALU operation: bitwise A | operand.
     pub const OR: u16 = 0x40;
+    /// ALU operation: bitwise A & operand.
     pub const AND: u16 = 0x50;
+    /// ALU operation: A shifted left by the operand.
     pub const LSH: u16 = 0x60;
+    /// ALU operation: A shifted right by the operand.
     pub const RSH: u16 = 0x70;
+    /// ALU operation: the two's-complement negation of A (no operand).
     pub const NEG: u16 = 0x80;
+    /// ALU operation: the remainder of A ÷ operand (zero rejects the packet).
     pub const MOD: u16 = 0x90;
+    /// ALU operation: bitwise A ^ operand.
     pub const XOR: u16 = 0xa0;
 
+    /// Jump: always, forward by `k` instructions.
     pub const JA: u16 = 0x00;
+    /// Jump: to `jt` if A equals the operand, else to `jf`.
     pub const JEQ: u16 = 0x10;
+    /// Jump: to `jt` if A is greater than the operand (unsigned), else to `jf`.
     pub const JGT: u16 = 0x20;
+    /// Jump: to `jt` if A is greater than or equal to the operand (unsigned), else to `jf`.
     pub const JGE: u16 = 0x30;
+    /// Jump: to `jt` if A & operand is not zero, else to `jf`.
     pub const JSET: u16 = 0x40;
 
+    /// Operand source: the constant `k`.
     pub const K: u16 = 0x00;
+    /// Operand source: the index register X.
     pub const X: u16 = 0x08;
+    /// Return-value source of `ret`: the accumulator A.
     pub const A: u16 = 0x10;
 
+    /// Register transfer: copy A into X.
     pub const TAX: u16 = 0x00;
+    /// Register transfer: copy X into A.
     pub const TXA: u16 = 0x80;
 }
 

@@ -34,6 +34,7 @@
 
 // `unsafe` is confined to the file-mapping corner (`mmap`), which allows it locally.
 #![deny(unsafe_code)]
+#![deny(missing_docs)]
 
 mod compress;
 mod compression;

@@ -6,8 +6,32 @@
 //! Oracles may be missing on a developer machine: [`have`] then says so and the caller
 //! skips its comparison, unless `TRACEKIT_REQUIRE_ORACLES=1` (set in CI), which turns a
 //! missing oracle into a failure.
+//!
+//! A test that compares tracekit with tshark on a corpus file, and a packet built for a
+//! unit test:
+//!
+//! ```
+//! use tracekit_testdata::builder::{Ethernet, Ipv4, PacketBuilder, Udp};
+//! use tracekit_testdata::{corpus, have, manifest_count, tshark_frames};
+//!
+//! let path = corpus("zeek__dns__mdns.pcap");
+//! if have("tshark") {
+//!     // (time stamp ns, frame.len, frame.cap_len) per packet, as tshark reads them
+//!     let frames = tshark_frames(&path);
+//!     assert_eq!(Some(frames.len() as u64), manifest_count("zeek__dns__mdns.pcap"));
+//! }
+//!
+//! let frame = PacketBuilder::new()
+//!     .ethernet(Ethernet::new([2, 0, 0, 0, 0, 1], [2, 0, 0, 0, 0, 2]))
+//!     .ipv4(Ipv4::new([10, 0, 0, 1], [10, 0, 0, 2]))
+//!     .udp(Udp::new(5353, 53))
+//!     .payload(b"query")
+//!     .build(); // lengths and checksums filled in
+//! assert_eq!(frame.len(), 14 + 20 + 8 + 5);
+//! ```
 
 #![forbid(unsafe_code)]
+#![deny(missing_docs)]
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -18,8 +18,44 @@
 //! Filters run in the kernel when that gives the same verdict as on the wire
 //! ([`capture::kernel_safe_expression`]), else in user space; without a filter a short
 //! snap length is enforced in the kernel with a `ret #snaplen` program.
+//!
+//! Capturing needs `CAP_NET_RAW` (or root); most users reach this crate through
+//! `tracekit::open("afpacket:eth0")`. Here, two members of a fan-out group split the
+//! traffic of `eth0` by flow, each on a thread of its own:
+//!
+//! ```no_run
+//! use tracekit_afpacket::{FanoutGroup, Options};
+//! use tracekit_core::CaptureSource;
+//!
+//! let members = FanoutGroup::new("eth0")
+//!     .members(2)
+//!     .mode("hash|defrag".parse()?) // both directions of a flow reach one member
+//!     .options(Options { snaplen: 128, ..Options::default() })
+//!     .open()?;
+//! let threads: Vec<_> = members
+//!     .into_iter()
+//!     .map(|mut ring| {
+//!         std::thread::spawn(move || -> Result<u64, tracekit_core::Error> {
+//!             let mut bytes = 0;
+//!             while let Some(packet) = ring.next_packet()? { // lent from the ring
+//!                 bytes += u64::from(packet.wire_len());
+//!                 if bytes > 1 << 30 {
+//!                     break;
+//!                 }
+//!             }
+//!             println!("{:?}", ring.ring_stats()?); // received, dropped, ...
+//!             Ok(bytes)
+//!         })
+//!     })
+//!     .collect();
+//! for t in threads {
+//!     println!("{} bytes", t.join().unwrap()?);
+//! }
+//! # Ok::<(), tracekit_core::Error>(())
+//! ```
 
 #![deny(unsafe_code)]
+#![deny(missing_docs)]
 
 // `unsafe` is confined to the system-call wrappers (`sys`) and to the four places in
 // `capture` that turn a user-owned ring block into a slice; each has its safety

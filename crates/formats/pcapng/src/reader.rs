@@ -39,7 +39,8 @@ pub const META_LINK_TYPE: LinkType = LinkType(u32::MAX);
 /// Reads a pcapng file or stream, lending each packet from the input buffer.
 ///
 /// Interfaces are numbered globally across sections in file order ([`Meta::interface`]);
-/// [`PcapngReader::interface`] gives each one's section and id inside its section.
+/// [`PcapngFormat::interface`] (through the reader's `format()`) gives each one's section and
+/// id inside its section.
 ///
 /// ```no_run
 /// use tracekit_pcapng::PcapngReader;
