@@ -34,6 +34,8 @@
 //! # fn main() {}
 //! ```
 
+#![deny(missing_docs)]
+
 #[allow(
     non_camel_case_types,
     non_upper_case_globals,
