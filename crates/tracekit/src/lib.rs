@@ -338,6 +338,5 @@ pub use tracekit_io::{Compression, ReadMode};
 pub use {
     tracekit_core as core, tracekit_decode as decode, tracekit_erf as erf,
     tracekit_filter as filter, tracekit_flow as flow, tracekit_io as io, tracekit_legacy as legacy,
-    tracekit_pcap as pcap,
-    tracekit_pcapng as pcapng,
+    tracekit_pcap as pcap, tracekit_pcapng as pcapng,
 };
