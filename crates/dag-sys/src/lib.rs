@@ -11,7 +11,7 @@
 //!   cards;
 //! - `dag-emulator`: tracekit's software card (`emulator/dagemu.c`, built with `cc`),
 //!   which behaves as the API documents, for tests on machines without a card; its test
-//!   controls are in [`emulator`];
+//!   controls are in `emulator`;
 //! - neither: the declarations only (a crate that calls them does not link).
 //!
 //! Everything here is `unsafe` FFI; `tracekit-dag` wraps it in a safe capture API.

@@ -5,7 +5,7 @@
 //!   (`dag:/dev/dag0,0,2,4`, one [`DagStream`] per receive stream, each movable to a
 //!   thread of its own: the card's steering spreads flows over its streams, the DAG
 //!   analogue of fan-out). A [`DagStream`] is a
-//!   [`CaptureSource`](tracekit_core::CaptureSource) whose packets borrow the stream
+//!   [`CaptureSource`] whose packets borrow the stream
 //!   window between two advances; the records are decoded by the ERF crate's record
 //!   decoder ([`tracekit_erf::decode_record`]); per-stream losses come from the records'
 //!   loss counters, the first record of each interface excluded (its counter covers the
