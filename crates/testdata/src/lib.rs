@@ -15,7 +15,8 @@
 //! use tracekit_testdata::{corpus, have, manifest_count, tshark_frames};
 //!
 //! let path = corpus("zeek__dns__mdns.pcap");
-//! if have("tshark") {
+//! // The corpus is the workspace's (`../shared/corpus` or $TRACEKIT_CORPUS).
+//! if have("tshark") && path.exists() {
 //!     // (time stamp ns, frame.len, frame.cap_len) per packet, as tshark reads them
 //!     let frames = tshark_frames(&path);
 //!     assert_eq!(Some(frames.len() as u64), manifest_count("zeek__dns__mdns.pcap"));
