@@ -3,7 +3,7 @@
 use anyhow::{Context, Result, bail};
 use clap::{Args, ValueEnum};
 use tracekit::anon::{Anonymizer, Checksums, Method, Prefix, key_from_file_bytes, key_from_text};
-use tracekit::{CopyError, CreateOptions, InputFiles, TsResolution};
+use tracekit::{CreateOptions, InputFiles, TsResolution};
 
 use crate::Outcome;
 use crate::output;
@@ -130,30 +130,9 @@ pub fn run(args: AnonArgs) -> Result<Outcome> {
     );
     progress.finish();
     let exact = false;
-    let read_error = match copied {
-        Ok(_) => None,
-        Err((CopyError::Read(e), _)) => Some(e),
-        Err((CopyError::Write(e), _)) => {
-            let kept = sink.salvage();
-            if e.is_broken_pipe() {
-                return Ok(Outcome::Ok);
-            }
-            output::report_failure("anon", &args.output, &output::explain(&e, exact), kept);
-            return Ok(Outcome::Failed);
-        }
-    };
-    let report = match sink.finish_or_salvage() {
-        Ok(r) => r,
-        Err(f) if f.error.is_broken_pipe() => return Ok(Outcome::Ok),
-        Err(f) => {
-            output::report_failure(
-                "anon",
-                &args.output,
-                &output::explain(&f.error, exact),
-                f.kept,
-            );
-            return Ok(Outcome::Failed);
-        }
+    let (read_error, report) = match output::end_copy("anon", &args.output, copied, sink, exact) {
+        Ok(ended) => ended,
+        Err(outcome) => return Ok(outcome),
     };
     let stats = anon.stats();
     if stats.unchanged > 0 {

@@ -2,7 +2,7 @@
 
 use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
-use tracekit::{CopyError, InputFiles, TsResolution};
+use tracekit::{InputFiles, TsResolution};
 
 use crate::Outcome;
 use crate::output::{self, OutputArgs};
@@ -84,30 +84,10 @@ pub fn run(args: ConvertArgs) -> Result<Outcome> {
     });
     progress.finish();
     let exact = args.out.exact_timestamps;
-    let read_error = match copied {
-        Ok(_) => None,
-        Err((CopyError::Read(e), _)) => Some(e),
-        Err((CopyError::Write(e), _)) => {
-            let kept = sink.salvage();
-            if e.is_broken_pipe() {
-                return Ok(Outcome::Ok);
-            }
-            output::report_failure("convert", &args.output, &output::explain(&e, exact), kept);
-            return Ok(Outcome::Failed);
-        }
-    };
-    let report = match sink.finish_or_salvage() {
-        Ok(r) => r,
-        Err(f) if f.error.is_broken_pipe() => return Ok(Outcome::Ok),
-        Err(f) => {
-            output::report_failure(
-                "convert",
-                &args.output,
-                &output::explain(&f.error, exact),
-                f.kept,
-            );
-            return Ok(Outcome::Failed);
-        }
+    let (read_error, report) = match output::end_copy("convert", &args.output, copied, sink, exact)
+    {
+        Ok(ended) => ended,
+        Err(outcome) => return Ok(outcome),
     };
     for note in source.notes() {
         eprintln!("tracekit convert: {}: note: {note}", args.input);

@@ -1,5 +1,5 @@
 //! Output options and endings shared by the commands that write traces (`convert`,
-//! `merge`, `split`, `capture`).
+//! `merge`, `split`, `capture`, `anon`).
 
 use anyhow::Result;
 use clap::Args;
@@ -101,4 +101,37 @@ pub fn explain(e: &tracekit::Error, exact_timestamps: bool) -> String {
 /// [`tracekit::Sink::salvage`].
 pub fn report_failure(command: &str, name: &str, message: &str, kept: tracekit::Kept) {
     eprintln!("tracekit {command}: {name}: {message}\ntracekit {command}: {name} {kept}");
+}
+
+/// How a copy into `sink` (named `name`) ended, for `command`: the read error that
+/// stopped it (the output then holds every packet before it) and the finished sink's
+/// report; or the outcome to exit with when writing failed (reported on stderr, the
+/// output salvaged) or standard output was closed (a quiet success).
+pub fn end_copy(
+    command: &str,
+    name: &str,
+    copied: Result<u64, (tracekit::CopyError, u64)>,
+    sink: tracekit::Sink,
+    exact_timestamps: bool,
+) -> Result<(Option<tracekit::Error>, tracekit::SinkReport), crate::Outcome> {
+    let read_error = match copied {
+        Ok(_) => None,
+        Err((tracekit::CopyError::Read(e), _)) => Some(e),
+        Err((tracekit::CopyError::Write(e), _)) => {
+            let kept = sink.salvage();
+            if e.is_broken_pipe() {
+                return Err(crate::Outcome::Ok);
+            }
+            report_failure(command, name, &explain(&e, exact_timestamps), kept);
+            return Err(crate::Outcome::Failed);
+        }
+    };
+    match sink.finish_or_salvage() {
+        Ok(report) => Ok((read_error, report)),
+        Err(f) if f.error.is_broken_pipe() => Err(crate::Outcome::Ok),
+        Err(f) => {
+            report_failure(command, name, &explain(&f.error, exact_timestamps), f.kept);
+            Err(crate::Outcome::Failed)
+        }
+    }
 }
