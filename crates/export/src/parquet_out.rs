@@ -394,7 +394,7 @@ impl ParquetExport {
             source,
         })?;
         let writer = ArrowWriter::try_new(
-            BufWriter::with_capacity(1 << 20, file),
+            BufWriter::with_capacity(1 << 16, file),
             self.schema.clone(),
             Some(self.props.clone()),
         )
