@@ -192,7 +192,9 @@ fn export_equals_fields_on_the_sample_and_corpus_files() {
         "zeek__dns__mdns.pcap",
         "libtrace__vlan.pcap.gz",
         "libtrace__complex.pcapng",
-        "zeek__tunnels__gtp__gtp1_gn_normal_incl_fragmentation.pcap",
+        "zeek__ipv6-fragmented-dns.pcap",
+        "ndpi__gre.pcapng",
+        "libtrace__fragtest.erf.gz",
     ];
     let paths: Vec<String> = names
         .iter()
