@@ -167,8 +167,9 @@ pub struct ExportSummary {
 /// batches of [`ExportOptions::batch_rows`] rows, row groups of
 /// [`ExportOptions::row_group_rows`], at most [`ExportOptions::max_open`] files open.
 ///
-/// Each file is written as `NAME.partial` and renamed to `NAME` by [`finish`]: a file
-/// without the suffix is complete. When the input is damaged, [`finish_incomplete`]
+/// Each file is written as `NAME.partial` and renamed to `NAME` by [`finish`], all
+/// together (also the partitions completed earlier to stay within `max_open`): a file
+/// without the suffix belongs to a complete export. When the input is damaged, [`finish_incomplete`]
 /// completes the files (valid Parquet with every row so far) but leaves the suffix, so
 /// that no engine takes them for a whole export.
 ///
@@ -194,7 +195,10 @@ pub struct ParquetExport {
     /// Next part number of each partition that was opened.
     next_part: std::collections::HashMap<Key, u32>,
     uses: u64,
-    summary: ExportSummary,
+    /// Files completed but not yet renamed (partial name, final name, rows): they are
+    /// renamed together by `finish`, so that an export that fails later leaves none
+    /// that looks complete.
+    closed: Vec<(PathBuf, PathBuf, u64)>,
 }
 
 impl ParquetExport {
@@ -255,7 +259,7 @@ impl ParquetExport {
             open: Vec::new(),
             next_part: Default::default(),
             uses: 0,
-            summary: ExportSummary::default(),
+            closed: Vec::new(),
         })
     }
 
@@ -266,7 +270,8 @@ impl ParquetExport {
 
     /// Rows taken so far.
     pub fn rows(&self) -> u64 {
-        self.summary.rows + self.open.iter().map(|p| p.count).sum::<u64>()
+        self.closed.iter().map(|c| c.2).sum::<u64>()
+            + self.open.iter().map(|p| p.count).sum::<u64>()
     }
 
     /// Adds packet number `number` (1-based, the `frame.number` column). Does nothing
@@ -335,16 +340,30 @@ impl ParquetExport {
     }
 
     fn close_all(mut self, complete: bool) -> Result<ExportSummary, ExportError> {
-        if self.summary.rows == 0 && self.open.is_empty() && self.options.partition.is_none() {
+        if self.closed.is_empty() && self.open.is_empty() && self.options.partition.is_none() {
             // An empty trace still gives a (row-less) file with the schema.
             self.part_for(None)?;
         }
         let mut parts = std::mem::take(&mut self.open);
         parts.sort_by_key(|p| p.key);
         for part in parts {
-            close(part, complete, &mut self.summary)?;
+            self.closed.push(close(part)?);
         }
-        Ok(self.summary)
+        let mut summary = ExportSummary::default();
+        for (partial, path, rows) in self.closed {
+            let name = if complete {
+                std::fs::rename(&partial, &path).map_err(|source| ExportError::Io {
+                    path: path.clone(),
+                    source,
+                })?;
+                path
+            } else {
+                partial
+            };
+            summary.rows += rows;
+            summary.files.push((name, rows));
+        }
+        Ok(summary)
     }
 
     /// The index of the open part for a row with time stamp `ts`, opened if needed.
@@ -373,7 +392,7 @@ impl ParquetExport {
                 .min_by_key(|&i| self.open[i].last_use)
                 .unwrap_or(0);
             let part = self.open.swap_remove(lru);
-            close(part, true, &mut self.summary)?;
+            self.closed.push(close(part)?);
         }
         let number = self.next_part.entry(key).or_insert(0);
         let path = match key {
@@ -428,8 +447,9 @@ fn write(part: &mut Part, batch: &RecordBatch) -> Result<(), ExportError> {
         })
 }
 
-/// Writes what `part` holds, closes its file and (when `complete`) renames it.
-fn close(mut part: Part, complete: bool, summary: &mut ExportSummary) -> Result<(), ExportError> {
+/// Writes what `part` holds and closes its file (still under its partial name); returns
+/// (partial name, final name, rows).
+fn close(mut part: Part) -> Result<(PathBuf, PathBuf, u64), ExportError> {
     if let Some(batch) = part.rows.finish() {
         write(&mut part, &batch)?;
     }
@@ -440,25 +460,13 @@ fn close(mut part: Part, complete: bool, summary: &mut ExportSummary) -> Result<
             path: part.partial.clone(),
             source,
         })?;
-    let io = |path: &Path| {
-        let path = path.to_path_buf();
-        move |source| ExportError::Io { path, source }
+    let io = |source| ExportError::Io {
+        path: part.partial.clone(),
+        source,
     };
-    let file = file
-        .into_inner()
-        .map_err(|e| e.into_error())
-        .map_err(io(&part.partial))?;
-    file.sync_all().map_err(io(&part.partial))?;
-    drop(file);
-    let name = if complete {
-        std::fs::rename(&part.partial, &part.path).map_err(io(&part.path))?;
-        part.path
-    } else {
-        part.partial
-    };
-    summary.rows += part.count;
-    summary.files.push((name, part.count));
-    Ok(())
+    let file = file.into_inner().map_err(|e| io(e.into_error()))?;
+    file.sync_all().map_err(io)?;
+    Ok((part.partial, part.path, part.count))
 }
 
 fn with_suffix(path: &Path) -> PathBuf {

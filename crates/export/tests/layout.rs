@@ -296,3 +296,79 @@ fn a_partitioned_export_wants_a_new_or_empty_directory() {
         Err(ExportError::Unsupported(_))
     ));
 }
+
+/// Every file under `dir`, relative.
+fn names(dir: &Path) -> Vec<String> {
+    contents_names(dir, dir)
+}
+
+fn contents_names(base: &Path, dir: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            out.extend(contents_names(base, &path));
+        } else {
+            out.push(
+                path.strip_prefix(base)
+                    .unwrap()
+                    .to_str()
+                    .unwrap()
+                    .to_string(),
+            );
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn files_completed_early_are_renamed_only_when_the_export_is() {
+    let dir = tempfile::tempdir().unwrap();
+    let fields = [Field::FrameNumber, Field::FrameTimeEpoch];
+    let options = ExportOptions {
+        partition: Some(Partitioning::Hour),
+        max_open: 1,
+        ..ExportOptions::default()
+    };
+    for complete in [false, true] {
+        let out = dir.path().join(format!("out-{complete}"));
+        let mut e = ParquetExport::packets(&out, &fields, options.clone()).unwrap();
+        for (i, s) in [T_13_30_00, T_14_00_00, T_NEXT_DAY].into_iter().enumerate() {
+            let bytes = frame(i as u32);
+            let ts = Timestamp::from_unix_nanos(s * 1_000_000_000);
+            let p = Packet::new(&bytes, Meta::new(ts, 60, LinkType::ETHERNET));
+            e.push_packet(i as u64 + 1, &p, &Decoded::new(&p)).unwrap();
+        }
+        // Two partitions were completed to stay within one open file: still partial.
+        assert!(names(&out).iter().all(|n| n.ends_with(".parquet.partial")));
+        assert_eq!(e.rows(), 3);
+        let summary = if complete {
+            e.finish()
+        } else {
+            e.finish_incomplete()
+        }
+        .unwrap();
+        let want_suffix = if complete {
+            ".parquet"
+        } else {
+            ".parquet.partial"
+        };
+        let got = names(&out);
+        assert_eq!(got.len(), 3);
+        assert!(got.iter().all(|n| n.ends_with(want_suffix)), "{got:?}");
+        assert_eq!(summary.rows, 3);
+        // Each is a readable Parquet file either way.
+        for n in got {
+            let f = File::open(out.join(&n)).unwrap();
+            assert_eq!(
+                SerializedFileReader::new(f)
+                    .unwrap()
+                    .metadata()
+                    .file_metadata()
+                    .num_rows(),
+                1
+            );
+        }
+    }
+}
