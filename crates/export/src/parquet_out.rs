@@ -25,7 +25,7 @@ pub const PARTIAL_SUFFIX: &str = ".partial";
 pub const NULL_PARTITION: &str = "__HIVE_DEFAULT_PARTITION__";
 
 /// How a partitioned export splits rows by time (UTC).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Partitioning {
     /// `date=YYYY-MM-DD/hour=HH/part-N.parquet`.
     Hour,
@@ -42,6 +42,50 @@ impl Partitioning {
             _ => None,
         }
     }
+}
+
+/// The partition of a time stamp under a [`Partitioning`] (see
+/// [`Partitioning::key`]); its `Display` is the partition's directory,
+/// `date=2026-11-22/hour=13`. An unpartitioned export has one key for everything.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct PartitionKey {
+    key: Key,
+    partitioning: Option<Partitioning>,
+}
+
+impl std::fmt::Display for PartitionKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.key {
+            Key::Single => Ok(()),
+            key => write!(f, "{}", partition_dir(key, self.partitioning).display()),
+        }
+    }
+}
+
+impl Partitioning {
+    /// The partition of a row with time stamp `ts` (`None`: no time stamp, the null
+    /// partition).
+    pub fn key(self, ts: Option<Timestamp>) -> PartitionKey {
+        key_of(Some(self), ts)
+    }
+}
+
+fn key_of(partitioning: Option<Partitioning>, ts: Option<Timestamp>) -> PartitionKey {
+    let key = match partitioning {
+        None => Key::Single,
+        Some(p) => match ts {
+            None => Key::Unknown,
+            Some(ts) => {
+                let secs = (ts.as_unix_nanos() / 1_000_000_000) as i64;
+                let hour = match p {
+                    Partitioning::Hour => (secs.rem_euclid(86_400) / 3600) as u8,
+                    Partitioning::Day => 0,
+                };
+                Key::Time(secs.div_euclid(86_400), hour)
+            }
+        },
+    };
+    PartitionKey { key, partitioning }
 }
 
 /// Parquet compression of the columns.
@@ -105,8 +149,7 @@ pub enum ExportError {
         /// The cause.
         source: ParquetError,
     },
-    /// A ready batch was handed to a partitioned export (which splits rows by time
-    /// itself), or a batch's schema is not the export's.
+    /// A batch's schema is not the export's.
     #[error("{0}")]
     Unsupported(&'static str),
     /// A partitioned export's directory exists and is not empty.
@@ -310,19 +353,20 @@ impl ParquetExport {
     }
 
     /// Writes a batch made by a [`PacketBatcher`] or [`FlowBatcher`] with this export's
-    /// schema (e.g. on worker threads), as it is: for an unpartitioned export only.
-    pub fn push_batch(&mut self, batch: &RecordBatch) -> Result<(), ExportError> {
-        if self.options.partition.is_some() {
-            return Err(ExportError::Unsupported(
-                "a partitioned export takes rows one by one (it splits them by time)",
-            ));
-        }
+    /// schema (e.g. on worker threads), as it is. Its rows must all belong to the
+    /// partition of `ts` (a partitioned export does not look into batches): make one
+    /// batch per [`PartitionKey`]. An unpartitioned export ignores `ts`.
+    pub fn push_batch(
+        &mut self,
+        batch: &RecordBatch,
+        ts: Option<Timestamp>,
+    ) -> Result<(), ExportError> {
         if batch.schema() != self.schema {
             return Err(ExportError::Unsupported(
                 "the batch's columns are not the export's",
             ));
         }
-        let i = self.part_for(None)?;
+        let i = self.part_for(ts)?;
         let part = &mut self.open[i];
         part.count += batch.num_rows() as u64;
         write(part, batch)
@@ -369,20 +413,7 @@ impl ParquetExport {
     /// The index of the open part for a row with time stamp `ts`, opened if needed.
     fn part_for(&mut self, ts: Option<Timestamp>) -> Result<usize, ExportError> {
         self.uses += 1;
-        let key = match self.options.partition {
-            None => Key::Single,
-            Some(p) => match ts {
-                None => Key::Unknown,
-                Some(ts) => {
-                    let secs = (ts.as_unix_nanos() / 1_000_000_000) as i64;
-                    let hour = match p {
-                        Partitioning::Hour => (secs.rem_euclid(86_400) / 3600) as u8,
-                        Partitioning::Day => 0,
-                    };
-                    Key::Time(secs.div_euclid(86_400), hour)
-                }
-            },
-        };
+        let key = key_of(self.options.partition, ts).key;
         if let Some(i) = self.open.iter().position(|p| p.key == key) {
             self.open[i].last_use = self.uses;
             return Ok(i);

@@ -283,7 +283,8 @@ fn a_partitioned_export_wants_a_new_or_empty_directory() {
     };
     let e = ParquetExport::packets(dir.path(), Field::ALL, options.clone());
     assert!(matches!(e, Err(ExportError::DirectoryNotEmpty { .. })));
-    let mut e = ParquetExport::packets(dir.path().join("new"), Field::ALL, options).unwrap();
+    let mut e =
+        ParquetExport::packets(dir.path().join("new"), &[Field::FrameNumber], options).unwrap();
     let batch = tracekit_export::PacketBatcher::new(Field::ALL, 1).finish();
     assert!(batch.is_none());
     let mut b = tracekit_export::PacketBatcher::new(Field::ALL, 10);
@@ -291,8 +292,9 @@ fn a_partitioned_export_wants_a_new_or_empty_directory() {
     let p = Packet::new(&bytes, Meta::new(Timestamp::NONE, 60, LinkType::ETHERNET));
     b.push(1, &p, &Decoded::new(&p));
     let batch = b.finish().unwrap();
+    // Not the export's columns.
     assert!(matches!(
-        e.push_batch(&batch),
+        e.push_batch(&batch, None),
         Err(ExportError::Unsupported(_))
     ));
 }
@@ -371,4 +373,65 @@ fn files_completed_early_are_renamed_only_when_the_export_is() {
             );
         }
     }
+}
+
+#[test]
+fn batches_go_to_the_partition_of_their_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let fields = [Field::FrameNumber, Field::FrameTimeEpoch, Field::IpSrc];
+    let options = ExportOptions {
+        partition: Some(Partitioning::Hour),
+        ..ExportOptions::default()
+    };
+    let mut e = ParquetExport::packets(&out, &fields, options).unwrap();
+    let hour = Partitioning::Hour;
+    let mut pending: Option<(tracekit_export::PartitionKey, Option<Timestamp>)> = None;
+    let mut b = tracekit_export::PacketBatcher::new(&fields, 1000);
+    for (i, s) in [T_13_30_00, T_13_59_59, T_14_00_00, T_13_30_00]
+        .into_iter()
+        .enumerate()
+    {
+        let ts = Some(Timestamp::from_unix_nanos(s * 1_000_000_000));
+        // One batch per partition: flush when the key changes.
+        if let Some((key, first)) = pending
+            && key != hour.key(ts)
+        {
+            e.push_batch(&b.finish().unwrap(), first).unwrap();
+            pending = None;
+        }
+        pending.get_or_insert((hour.key(ts), ts));
+        let bytes = frame(i as u32);
+        let p = Packet::new(&bytes, Meta::new(ts.unwrap(), 60, LinkType::ETHERNET));
+        b.push(i as u64 + 1, &p, &Decoded::new(&p));
+    }
+    e.push_batch(&b.finish().unwrap(), pending.unwrap().1)
+        .unwrap();
+    assert_eq!(
+        hour.key(Some(Timestamp::from_unix_nanos(T_14_00_00 * 1_000_000_000)))
+            .to_string(),
+        "date=2026-11-22/hour=14"
+    );
+    assert_eq!(
+        hour.key(None).to_string(),
+        "date=__HIVE_DEFAULT_PARTITION__/hour=__HIVE_DEFAULT_PARTITION__"
+    );
+    e.finish().unwrap();
+    let files: Vec<(String, Vec<u64>)> = contents(&out)
+        .into_iter()
+        .map(|(k, v)| (k, v.into_iter().map(|r| r.0).collect()))
+        .collect();
+    assert_eq!(
+        files,
+        [
+            (
+                "date=2026-11-22/hour=13/part-0.parquet".to_string(),
+                vec![1, 2, 4]
+            ),
+            (
+                "date=2026-11-22/hour=14/part-0.parquet".to_string(),
+                vec![3]
+            ),
+        ]
+    );
 }
