@@ -16,7 +16,7 @@ use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use tracekit::analysis::Ports;
 use tracekit::decode::Decoded;
 use tracekit::parallel::{Emit, Parallel, Worker};
-use tracekit::{CaptureSource, Error, Packet};
+use tracekit::{Error, Packet};
 use tracekit_bench::inputs;
 
 struct Count(u64, u64);

@@ -1,7 +1,7 @@
 //! The benchmark tasks, written against the public tracekit API as a user would.
 
 use tracekit::analysis::Ports;
-use tracekit::{CaptureSource, Error, ReadMode};
+use tracekit::{Error, ReadMode};
 
 /// Task T1: count packets and captured bytes.
 pub fn t1_count(uri: &str, mode: ReadMode) -> Result<(u64, u64), Error> {

@@ -12,8 +12,8 @@ use ratatui::text::Line;
 use ratatui::widgets::{Block, Row, Table};
 use ratatui::{DefaultTerminal, Frame};
 use serde::Serialize;
+use tracekit::Timestamp;
 use tracekit::analysis::{Snapshot, Top, TopBy, TopKey};
-use tracekit::{CaptureSource, Timestamp};
 
 use crate::Outcome;
 use crate::timefmt;

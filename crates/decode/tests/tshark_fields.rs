@@ -10,7 +10,6 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Command;
 
-use tracekit::CaptureSource;
 use tracekit_decode::Decoded;
 use tracekit_decode::fields::{Field, write_field};
 use tracekit_testdata::{corpus, have, manifest};

@@ -17,14 +17,14 @@
 //! [`open`] takes a path and detects the format from the content (never the name) after
 //! undoing any compression (gzip, bzip2, zstd, xz, lz4); `-` is standard input,
 //! `pcap:path`, `pcapng:path` or `erf:path` insist on a format, and [`open_with`] takes
-//! [`OpenOptions`]. [`CaptureSource::next_packet`] lends each packet straight out of the
+//! [`OpenOptions`]. [`Source::next_packet`] lends each packet straight out of the
 //! read buffer: no copy and no allocation per packet, and the borrow checker makes sure a
 //! packet is not used after its buffer is reused ([`Packet::to_owned`] keeps one). A
 //! damaged trace gives every good packet first, then an error naming the file, the packet
 //! and the byte offset.
 //!
 //! ```
-//! use tracekit::{CaptureSource, Summary};
+//! use tracekit::Summary;
 //!
 //! # let dir = tempfile::tempdir().unwrap();
 //! # let path = dir.path().join("trace.pcapng.gz");
@@ -64,7 +64,7 @@
 //! packets written before a failure.
 //!
 //! ```
-//! use tracekit::{CaptureSource, CreateOptions, LinkType, Meta, Packet, Timestamp, TsResolution};
+//! use tracekit::{CreateOptions, LinkType, Meta, Packet, Timestamp, TsResolution};
 //!
 //! # let dir = tempfile::tempdir().unwrap();
 //! # let path = dir.path().join("trace.pcapng.gz");
@@ -111,7 +111,6 @@
 //! them `None`.
 //!
 //! ```
-//! use tracekit::CaptureSource;
 //! use tracekit::decode::{Decoded, TcpOption};
 //!
 //! # let dir = tempfile::tempdir().unwrap();
@@ -156,7 +155,7 @@
 //! Without libpcap, [`Filter::from_ddd`] takes a program that `tcpdump -ddd` printed:
 //!
 //! ```
-//! use tracekit::{CaptureSource, Filter};
+//! use tracekit::Filter;
 //!
 //! # let dir = tempfile::tempdir().unwrap();
 //! # let path = dir.path().join("trace.pcapng.gz");
@@ -199,7 +198,6 @@
 //! details. Capturing needs `CAP_NET_RAW` (or root).
 //!
 //! ```no_run
-//! use tracekit::CaptureSource;
 //!
 //! let mut live = tracekit::open("afpacket:eth0")?.with_filter("tcp port 443")?;
 //! let mut sink = tracekit::create("https.pcapng.zst", &Default::default())?;

@@ -505,9 +505,24 @@ impl Source {
     }
 }
 
-impl CaptureSource for Source {
+impl Source {
+    /// The next packet, lent until the next call; `Ok(None)` at the end of the trace
+    /// (a live source ends once stopped: [`Source::set_stop_flag`]). The same as
+    /// [`CaptureSource::next_packet`], callable without importing the trait.
+    ///
+    /// ```
+    /// # fn main() -> Result<(), tracekit::Error> {
+    /// let mut source = tracekit::open("../../samples/sample.pcap")?;
+    /// let mut bytes = 0u64;
+    /// while let Some(packet) = source.next_packet()? {
+    ///     bytes += u64::from(packet.wire_len());
+    /// }
+    /// assert!(bytes > 0);
+    /// # Ok(())
+    /// # }
+    /// ```
     #[inline(always)]
-    fn next_packet(&mut self) -> Result<Option<Packet<'_>>, Error> {
+    pub fn next_packet(&mut self) -> Result<Option<Packet<'_>>, Error> {
         let compressed = self.compression != Compression::None;
         let next = if self.filter.is_some() {
             self.next_filtered()
@@ -535,7 +550,9 @@ impl CaptureSource for Source {
         })
     }
 
-    fn stats(&self) -> Stats {
+    /// The source's counters so far (packets received, dropped by the kernel or card,
+    /// filtered out). The same as [`CaptureSource::stats`], without the trait import.
+    pub fn stats(&self) -> Stats {
         let mut stats = match &self.kind {
             SourceKind::Pcap(r) => r.stats(),
             SourceKind::Pcapng(r) => r.stats(),
@@ -551,6 +568,17 @@ impl CaptureSource for Source {
         stats.filtered = self.filtered;
         stats.captured = stats.received.saturating_sub(self.filtered);
         stats
+    }
+}
+
+impl CaptureSource for Source {
+    #[inline(always)]
+    fn next_packet(&mut self) -> Result<Option<Packet<'_>>, Error> {
+        Source::next_packet(self)
+    }
+
+    fn stats(&self) -> Stats {
+        Source::stats(self)
     }
 }
 

@@ -1,7 +1,7 @@
 //! `open` detects formats by content, `create` picks them by name, and a copy through
 //! the facade is byte-identical for a same-resolution pcap.
 
-use tracekit::{CaptureSource, CreateOptions, Format, ReadMode, TsResolution};
+use tracekit::{CreateOptions, Format, ReadMode, TsResolution};
 use tracekit_testdata::corpus_uri as corpus;
 
 fn count(uri: &str) -> u64 {
