@@ -188,8 +188,8 @@ pub fn write_layers(out: &mut String, d: &Decoded<'_>, indent: &str) -> fmt::Res
             write!(
                 out,
                 "] seq {} ack {} win {} hlen {}",
-                h.seq(),
-                h.ack(),
+                h.seq_number(),
+                h.ack_number(),
                 h.window(),
                 h.header_len()
             )?;

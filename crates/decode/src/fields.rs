@@ -272,8 +272,8 @@ pub fn write_field<'a>(
         Field::Ipv6FragMore => opt(out, v6().and(d.fragment()).map(|f| u8::from(f.more))),
         Field::TcpSrcport => opt(out, tcp().map(|h| h.src_port())),
         Field::TcpDstport => opt(out, tcp().map(|h| h.dst_port())),
-        Field::TcpSeqRaw => opt(out, tcp().map(|h| h.seq())),
-        Field::TcpAckRaw => opt(out, tcp().map(|h| h.ack())),
+        Field::TcpSeqRaw => opt(out, tcp().map(|h| h.seq_number())),
+        Field::TcpAckRaw => opt(out, tcp().map(|h| h.ack_number())),
         Field::TcpFlags => match tcp() {
             Some(h) => write!(out, "0x{:04x}", h.flags()),
             None => Ok(()),

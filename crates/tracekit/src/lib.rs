@@ -325,7 +325,7 @@ pub use tracekit_afpacket as live;
 pub use tracekit_core::{
     ByteOrder, CaptureSink, CaptureSource, Direction, Error, ErrorKind, InterfaceInfo, LinkType,
     MAX_SNAPLEN, Meta, OwnedPacket, Packet, PacketKind, PacketOptions, SinkReport, Stats,
-    Timestamp, TsResolution,
+    TimeOutOfRange, Timestamp, TsResolution,
 };
 /// Endace DAG capture and transmit (feature `dag`): receive streams, several streams,
 /// transmit sinks.
