@@ -83,7 +83,7 @@ pub use icmp::{IcmpHeader, Icmpv6Header};
 pub use ipv4::{Ipv4Header, OptionIter};
 pub use ipv6::{ExtHeader, ExtIter, Ipv6Header, ext as ipv6_ext};
 pub use link::{Framing, LinkKind, LinkLayer};
-pub use net::{Fragment, Layer3};
+pub use net::{Fragment, Layer3, NoTransport};
 pub use radiotap::RadioTap;
 pub use sctp::SctpHeader;
 pub use tcp::{SackBlocks, TcpHeader, TcpOption, TcpOptions, flags as tcp_flags};
@@ -351,10 +351,53 @@ impl<'a> Decoded<'a> {
     }
 
     /// The transport layer, if the network layer leads to one (not for non-first
-    /// fragments).
+    /// fragments); [`Decoded::no_transport`] says why when there is none. A header cut
+    /// by the capture is [`Transport::Truncated`].
     pub fn transport(&self) -> Option<Transport<'a>> {
         let (n, b) = self.l4()?;
         Some(self.noting(|an| transport::classify(&n, b, an)))
+    }
+
+    /// Why [`Decoded::transport`] is `None`: `None` when the packet has a transport layer.
+    ///
+    /// ```
+    /// use tracekit_core::{LinkType, Meta, Packet, Timestamp};
+    /// use tracekit_decode::{Decoded, NoTransport};
+    ///
+    /// // IPv4 (raw IP link type), UDP, fragment offset 185 (1,480 bytes), 20 data bytes.
+    /// let mut ip = vec![0x45, 0, 0, 40, 0, 1, 0, 185, 64, 17, 0, 0, 10, 0, 0, 1, 10, 0, 0, 2];
+    /// ip.extend([0u8; 20]);
+    /// let packet = Packet::new(&ip, Meta::new(Timestamp::ZERO, 40, LinkType::RAW));
+    /// let d = Decoded::new(&packet);
+    /// assert!(d.transport().is_none());
+    /// assert_eq!(d.no_transport(), Some(NoTransport::NonFirstFragment));
+    /// assert_eq!(d.fragment_payload_len(), Some(20));
+    /// assert_eq!(d.flow_key(), None); // no ports to key on: not lumped under port 0
+    /// ```
+    pub fn no_transport(&self) -> Option<NoTransport> {
+        let n = self.net();
+        match n.l4 {
+            L4State::Present => None,
+            L4State::Fragment => Some(NoTransport::NonFirstFragment),
+            L4State::Absent => Some(match n.version {
+                0 => match self.link_info().ethertype {
+                    ethertype::IPV4 | ethertype::IPV6 => NoTransport::IpHeaderCut,
+                    _ => NoTransport::NotIp,
+                },
+                6 if n.proto == ipv6::ext::NO_NEXT => NoTransport::NoNextHeader,
+                _ => NoTransport::ExtensionHeadersCut,
+            }),
+        }
+    }
+
+    /// The bytes of the datagram this fragment carries, as its IP header declares them
+    /// (captured or not; after the IPv6 fragment header), if the packet is a fragment
+    /// whose headers were captured. For a first fragment that includes the transport
+    /// header.
+    pub fn fragment_payload_len(&self) -> Option<u32> {
+        let n = self.net();
+        n.frag?;
+        (n.l4 != L4State::Absent).then(|| n.segment_len() as u32)
     }
 
     /// The TCP header, if this is a TCP packet (first fragment or unfragmented) with its
@@ -401,7 +444,10 @@ impl<'a> Decoded<'a> {
         transport::payload_wire_len(&n, b, || self.payload_range())
     }
 
-    /// The 5-tuple, if the packet is IP (ports 0 where there are none).
+    /// The 5-tuple, if the packet is IP and its ports are known: `None` for non-first
+    /// fragments and for TCP, UDP and SCTP packets whose ports the capture cut, so that
+    /// a flow table never lumps those under port 0. Protocols without ports (ICMP, GRE,
+    /// ESP, ...) have ports 0.
     pub fn flow_key(&self) -> Option<FlowKey> {
         FlowKey::of(self)
     }

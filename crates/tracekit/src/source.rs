@@ -23,23 +23,36 @@ pub struct OpenOptions {
     pub read_mode: ReadMode,
     /// Insist on a format instead of detecting it from the content.
     pub format: Option<Format>,
-    /// Whether metadata records (pcapng non-packet blocks, ERF provenance) are handed
-    /// out as packets of kind [`tracekit_core::PacketKind::Meta`].
-    pub metadata: Metadata,
+    /// Whether meta records (pcapng non-packet blocks, ERF provenance) are handed out as
+    /// packets of kind [`tracekit_core::PacketKind::MetaRecord`].
+    pub meta_records: MetaRecords,
     /// Decompression threads for gzip written by tracekit (0: one per core; 1: one).
     pub threads: usize,
 }
 
-/// Which metadata records a source hands out.
+/// Which meta records (ERF META provenance, pcapng non-packet blocks) a source hands out
+/// as packets of kind [`PacketKind::MetaRecord`](tracekit_core::PacketKind::MetaRecord).
+///
+/// ```
+/// use tracekit::{MetaRecords, OpenOptions, PacketKind};
+/// # fn main() -> Result<(), tracekit::Error> {
+/// let options = OpenOptions { meta_records: MetaRecords::Skip, ..OpenOptions::default() };
+/// let mut source = tracekit::open_with("../../samples/sample.pcap", &options)?;
+/// while let Some(packet) = source.next_packet()? {
+///     assert_eq!(packet.meta().kind, PacketKind::Data);
+/// }
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum Metadata {
+pub enum MetaRecords {
     /// Each format's default, the one tshark counts: ERF META records are handed out,
     /// pcapng non-packet blocks are parsed and skipped.
     #[default]
     FormatDefault,
-    /// Every metadata record is handed out.
+    /// Every meta record is handed out.
     Deliver,
-    /// No metadata record is handed out.
+    /// No meta record is handed out.
     Skip,
 }
 
@@ -92,7 +105,7 @@ pub fn is_live_uri(uri: &str) -> bool {
 #[cfg(feature = "dag")]
 fn open_dag(uri: &str, options: &OpenOptions) -> Result<Source, Error> {
     let dag_options = tracekit_dag::DagOptions {
-        skip_meta: options.metadata == Metadata::Skip,
+        skip_meta: options.meta_records == MetaRecords::Skip,
         ..Default::default()
     };
     let mut streams = tracekit_dag::open_streams(uri, &dag_options)?;
@@ -261,13 +274,13 @@ pub fn open_with(uri: &str, options: &OpenOptions) -> Result<Source, Error> {
         Format::Pcapng => SourceKind::Pcapng(PcapngReader::from_input_with(
             input,
             PcapngReaderOptions {
-                deliver_meta: options.metadata == Metadata::Deliver,
+                deliver_meta: options.meta_records == MetaRecords::Deliver,
             },
         )?),
         Format::Erf => SourceKind::Erf(ErfReader::from_input_with(
             input,
             ErfReaderOptions {
-                skip_meta: options.metadata == Metadata::Skip,
+                skip_meta: options.meta_records == MetaRecords::Skip,
             },
         )?),
         Format::Legacy(kind) => SourceKind::Legacy(LegacyReader::from_input_with(input, kind)?),
