@@ -14,7 +14,9 @@ fn decode<T>(bytes: &[u8], link: LinkType, f: impl FnOnce(&Decoded<'_>) -> T) ->
 fn ipv4(proto: u8, total: u16, frag: u16) -> Vec<u8> {
     let t = total.to_be_bytes();
     let f = frag.to_be_bytes();
-    vec![0x45, 0, t[0], t[1], 0, 7, f[0], f[1], 64, proto, 0, 0, 10, 0, 0, 1, 10, 0, 0, 2]
+    vec![
+        0x45, 0, t[0], t[1], 0, 7, f[0], f[1], 64, proto, 0, 0, 10, 0, 0, 1, 10, 0, 0, 2,
+    ]
 }
 
 #[test]
@@ -84,7 +86,10 @@ fn reasons() {
     cut.extend([0x04, 0xd2]);
     decode(&cut, LinkType::RAW, |d| {
         assert_eq!(d.no_transport(), None);
-        assert!(matches!(d.transport(), Some(Transport::Truncated { protocol: 6, .. })));
+        assert!(matches!(
+            d.transport(),
+            Some(Transport::Truncated { protocol: 6, .. })
+        ));
         assert_eq!(d.flow_key(), None);
     });
 

@@ -316,7 +316,9 @@ pub use parts::{Cut, Part, PartFailure, PartNames, PartWriter, PartsDone};
 pub use sink::{CreateOptions, MAX_COMPRESS_THREADS, Sink, create, create_checked};
 #[cfg(all(feature = "live", target_os = "linux"))]
 pub use source::open_members;
-pub use source::{LIVE_SCHEMES, MetaRecords, OpenOptions, Source, is_live_uri, open, open_with};
+pub use source::{
+    FILE_SCHEMES, LIVE_SCHEMES, MetaRecords, OpenOptions, Source, is_live_uri, open, open_with,
+};
 pub use summary::Summary;
 
 /// Live capture on Linux (feature `live`, on by default): AF_PACKET rings and fan-out.

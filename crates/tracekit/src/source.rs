@@ -122,27 +122,68 @@ fn open_dag(uri: &str, options: &OpenOptions) -> Result<Source, Error> {
     })
 }
 
+/// The URI schemes [`open`] knows besides [`LIVE_SCHEMES`].
+pub const FILE_SCHEMES: &[&str] = &[
+    "file",
+    "pcap",
+    "pcapng",
+    "erf",
+    "dag",
+    "legacyatm",
+    "legacyeth",
+    "legacypos",
+];
+
 /// Splits `scheme:rest` for the schemes tracekit knows; anything else is a path.
 fn split_uri(uri: &str) -> (Option<&str>, &str) {
     if let Some((scheme, rest)) = uri.split_once(':') {
         let lower = scheme.to_ascii_lowercase();
-        let known = [
-            "pcap",
-            "pcapng",
-            "erf",
-            "file",
-            "dag",
-            "legacyatm",
-            "legacyeth",
-            "legacypos",
-        ]
-        .contains(&lower.as_str())
-            || LIVE_SCHEMES.contains(&lower.as_str());
+        let known =
+            FILE_SCHEMES.contains(&lower.as_str()) || LIVE_SCHEMES.contains(&lower.as_str());
         if known && !rest.is_empty() {
             return (Some(scheme), rest);
         }
     }
     (None, uri)
+}
+
+/// The error for a path that does not exist, told better when the name was meant as
+/// something else: an unknown URI scheme (`pcapfile:x`, `odp:eth0`) lists the known
+/// ones, and a network interface's bare name (`eth0`) suggests `afpacket:eth0`.
+fn not_a_file(uri: &str, e: Error) -> Error {
+    if let Some((scheme, _)) = uri.split_once(':') {
+        // Two letters at least: `C:` is a Windows drive, not a scheme.
+        let scheme_like = scheme.len() >= 2
+            && scheme.starts_with(|c: char| c.is_ascii_alphabetic())
+            && scheme
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "+.-".contains(c));
+        if scheme_like {
+            let known: Vec<String> = FILE_SCHEMES
+                .iter()
+                .chain(LIVE_SCHEMES)
+                .map(|s| format!("{s}:"))
+                .collect();
+            return Error::invalid_argument(format!(
+                "unknown scheme '{scheme}:' and no such file (known schemes: {}; a file whose name \
+                 has a colon: file:{uri})",
+                known.join(", ")
+            ))
+            .with_path(uri);
+        }
+    }
+    let is_interface =
+        !uri.contains('/') && !uri.is_empty() && Path::new("/sys/class/net").join(uri).exists();
+    if is_interface {
+        return Error::from(std::io::Error::new(
+            std::io::ErrorKind::NotFound,
+            format!(
+                "no such file; {uri} is a network interface: for a live capture open afpacket:{uri}"
+            ),
+        ))
+        .with_path(uri);
+    }
+    e
 }
 
 /// A live capture on `iface`, set up from the environment and `TRACEKIT_CONFIG`: when
@@ -235,7 +276,11 @@ pub fn open_with(uri: &str, options: &OpenOptions) -> Result<Source, Error> {
     let mut input = if rest == "-" {
         Input::stdin()
     } else {
-        Input::open(Path::new(rest), options.read_mode)?
+        match Input::open(Path::new(rest), options.read_mode) {
+            Ok(input) => input,
+            Err(e) if scheme.is_none() && e.is_not_found() => return Err(not_a_file(uri, e)),
+            Err(e) => return Err(e),
+        }
     };
     // Compression first (by magic, whatever the name), then the format of what it holds.
     input.fill(Compression::MAGIC_LEN)?;
