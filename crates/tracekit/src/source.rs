@@ -241,6 +241,18 @@ pub fn open_members(uri: &str, members: usize) -> Result<Vec<Source>, Error> {
 /// Opens a trace: a path (format detected from the content, never the extension), `-`
 /// for standard input, or `FORMAT:path` to insist on a format. `afpacket:IFACE` (or
 /// `ring:IFACE`) opens a live capture on a Linux interface.
+///
+/// A name that is no file is told apart from a typo'd URI: an unknown scheme lists the
+/// known ones ([`FILE_SCHEMES`], [`LIVE_SCHEMES`]), and a network interface's bare name
+/// suggests its live URI.
+///
+/// ```
+/// let e = tracekit::open("pcapfile:trace.pcap").err().unwrap();
+/// assert!(e.to_string().contains("unknown scheme 'pcapfile:'"));
+/// assert!(e.to_string().contains("pcapng:"));
+/// # #[cfg(target_os = "linux")]
+/// assert!(tracekit::open("lo").err().unwrap().to_string().contains("afpacket:lo"));
+/// ```
 pub fn open(uri: &str) -> Result<Source, Error> {
     open_with(uri, &OpenOptions::default())
 }
