@@ -275,12 +275,42 @@
 //! [`analysis`] holds tables that are ready to use this way (the libtrace paper's Ports
 //! analysis, a protocol breakdown), each with a `merge` for the reduce.
 //!
+//! # Flows
+//!
+//! [`flow::FlowTable`] keeps one record per conversation (both directions, TCP state,
+//! idle and active timeouts, bounded memory) and hands each record out when the flow
+//! ends; [`flow::Defragmenter`] joins IP fragments first and [`flow::TcpStreams`]
+//! turns TCP segments back into the byte streams. `tracekit flows`, `follow` and
+//! `scans` are built on them.
+//!
+//! ```
+//! # let path = "../../samples/sample.pcap";
+//! use tracekit::flow::{FlowConfig, FlowTable};
+//!
+//! let mut source = tracekit::open(path)?;
+//! let mut table = FlowTable::new(FlowConfig::default());
+//! let (mut flows, mut tcp_done) = (0, 0);
+//! let mut count = |flow: &tracekit::flow::FlowRecord| {
+//!     flows += 1;
+//!     tcp_done += usize::from(flow.handshake_completed());
+//! };
+//! while let Some(packet) = source.next_packet()? {
+//!     table.add(&packet, &mut count); // hands out the flows that time out
+//! }
+//! table.finish(&mut count); // and those still open at the end
+//! assert!(flows > 0 && tcp_done > 0);
+//! # Ok::<(), tracekit::Error>(())
+//! ```
+//!
 //! # Cargo features
 //!
 //! | feature | default | adds | needs on the system |
 //! |---|---|---|---|
 //! | `live` | on | `afpacket:`/`ring:` URIs in [`open`], [`open_members`], the [`live`] module (`tracekit-afpacket`) | Linux (elsewhere the feature adds nothing and live URIs are refused); `CAP_NET_RAW` or root to capture. Nothing to build. |
 //! | `libpcap` | off | compiling tcpdump expressions: [`Source::with_filter`], [`Filter::new`] (`tracekit-filter/libpcap`) | at run time only: the libpcap shared library (`libpcap.so.0.8`, Debian's `libpcap0.8`; or the file named by `TRACEKIT_LIBPCAP`), loaded with `dlopen`. Nothing to build or link. |
+//! | `dag` | off | `dag:/dev/dag0[,stream...]` URIs in [`open`] and [`create`], the `dag` module (`tracekit-dag`); on its own it only builds the bindings: pick one of the two below | — |
+//! | `libdag` | off | `dag` on Endace's driver and library | Endace's DAG software (libdag, the card's driver) |
+//! | `dag-emulator` | off | `dag` on tracekit's software card (for tests and development: no hardware) | a C compiler |
 //!
 //! With neither feature: pcap, pcapng and ERF reading and writing, the five codecs, the
 //! decoder, the BPF virtual machine and [`parallel`]. Building needs a C compiler, since
