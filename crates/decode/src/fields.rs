@@ -99,6 +99,19 @@ fields! {
     TlsSni = "tls.handshake.extensions_server_name", "server name (SNI) of the TLS ClientHello";
     TlsAlpn = "tls.handshake.extensions_alpn_str", "ALPN protocol names of the TLS hellos, comma-joined";
     TlsJa3Full = "tls.handshake.ja3_full", "JA3 string of the TLS ClientHello";
+    HttpMethod = "http.request.method", "HTTP request method (a head that starts a segment on an HTTP port, or SSDP)";
+    HttpUri = "http.request.uri", "HTTP request target, as sent";
+    HttpHost = "http.host", "HTTP Host field";
+    HttpUserAgent = "http.user_agent", "HTTP User-Agent field";
+    HttpResponseCode = "http.response.code", "HTTP response status code";
+    NtpMode = "ntp.flags.mode", "NTP mode (3 client, 4 server, 6 control, ...)";
+    NtpStratum = "ntp.stratum", "NTP stratum (modes 1-5)";
+    DhcpMac = "dhcp.hw.mac_addr", "DHCP client hardware address (Ethernet)";
+    DhcpHostname = "dhcp.option.hostname", "DHCP host name option (12)";
+    DhcpType = "dhcp.option.dhcp", "DHCP message type option (53: 1 DISCOVER ... 5 ACK)";
+    GtpTeid = "gtp.teid", "GTPv1 tunnel endpoint identifier (hex)";
+    NdNsTarget = "icmpv6.nd.ns.target_address", "target address of an ICMPv6 neighbour solicitation";
+    NdNaTarget = "icmpv6.nd.na.target_address", "target address of an ICMPv6 neighbour advertisement";
     Anomalies = "tracekit.anomalies", "decoder anomalies, comma-joined (tracekit only)";
 }
 
@@ -391,6 +404,27 @@ pub fn write_field<'a>(
             }
             Ok(())
         }
+        Field::HttpMethod => text(out, first(d, |l| l.http()?.method())),
+        Field::HttpUri => text(out, first(d, |l| l.http()?.target())),
+        Field::HttpHost => text(out, first(d, |l| l.http()).and_then(|h| h.host())),
+        Field::HttpUserAgent => text(out, first(d, |l| l.http()).and_then(|h| h.user_agent())),
+        Field::HttpResponseCode => opt(out, first(d, |l| l.http()?.status_code())),
+        Field::NtpMode => opt(out, first(d, |l| l.ntp()).map(|h| h.mode())),
+        Field::NtpStratum => opt(out, first(d, |l| l.ntp()).and_then(|h| h.stratum())),
+        Field::DhcpMac => {
+            if let Some(m) = first(d, |l| l.dhcp()).and_then(|m| m.client_mac()) {
+                mac(out, m);
+            }
+            Ok(())
+        }
+        Field::DhcpHostname => text(out, first(d, |l| l.dhcp()).and_then(|m| m.hostname())),
+        Field::DhcpType => opt(out, first(d, |l| l.dhcp()).and_then(|m| m.message_type())),
+        Field::GtpTeid => match first(d, |l| l.gtp()) {
+            Some(h) => write!(out, "0x{:08x}", h.teid()),
+            None => Ok(()),
+        },
+        Field::NdNsTarget => opt(out, nd_target(d, crate::icmp::nd::SOLICITATION)),
+        Field::NdNaTarget => opt(out, nd_target(d, crate::icmp::nd::ADVERTISEMENT)),
         Field::Anomalies => {
             join(out, d.anomalies().iter());
             Ok(())
@@ -409,6 +443,21 @@ fn tls_hellos<'a>(d: &Decoded<'a>) -> impl Iterator<Item = tls::Hello<'a>> + use
     .filter(|(p, _)| tls::is_handshake(p));
     let (p, segment) = payload.unwrap_or((&[], 0));
     tls::hellos_in(p, segment)
+}
+
+/// Text from packet bytes (invalid UTF-8 shown as U+FFFD).
+fn text(out: &mut String, v: Option<&[u8]>) -> fmt::Result {
+    if let Some(v) = v {
+        out.push_str(&String::from_utf8_lossy(v));
+    }
+    Ok(())
+}
+
+/// The neighbour-discovery target of the first ICMPv6 message of type `kind`.
+fn nd_target(d: &Decoded<'_>, kind: u8) -> Option<std::net::Ipv6Addr> {
+    first(d, |l| l.icmpv6())
+        .filter(|h| h.icmp_type() == kind)
+        .and_then(|h| h.nd_target())
 }
 
 /// The records of every section: answers, authority, additional.

@@ -50,17 +50,21 @@
 mod anomaly;
 mod bytes;
 mod checksum;
+pub mod dhcp;
 pub mod dns;
 pub mod dump;
 mod ethernet;
 pub mod fields;
 mod flow;
 mod gre;
+pub mod gtp;
+pub mod http;
 mod icmp;
 mod ipv4;
 mod ipv6;
 mod link;
 mod net;
+pub mod ntp;
 mod radiotap;
 mod sctp;
 mod tcp;
@@ -537,5 +541,30 @@ impl<'a> Decoded<'a> {
     pub fn dns(&self) -> Option<dns::Message<'a>> {
         let (sp, dp) = (self.src_port()?, self.dst_port()?);
         dns::in_transport(self.net().proto, sp, dp, self.payload()?)
+    }
+
+    /// The HTTP/1.x head that starts a TCP payload (any port: recognised by its start
+    /// line) or an SSDP datagram: see [`http`].
+    pub fn http(&self) -> Option<http::Head<'a>> {
+        let (sp, dp) = (self.src_port()?, self.dst_port()?);
+        http::in_transport(self.net().proto, sp, dp, self.payload()?)
+    }
+
+    /// The NTP header of a UDP datagram to or from port 123 (see [`ntp`]).
+    pub fn ntp(&self) -> Option<ntp::NtpHeader<'a>> {
+        let (sp, dp) = (self.src_port()?, self.dst_port()?);
+        ntp::in_transport(self.net().proto, sp, dp, self.payload()?)
+    }
+
+    /// The DHCP/BOOTP message of a UDP datagram on ports 67, 68 or 4011 (see [`dhcp`]).
+    pub fn dhcp(&self) -> Option<dhcp::DhcpMessage<'a>> {
+        let (sp, dp) = (self.src_port()?, self.dst_port()?);
+        dhcp::in_transport(self.net().proto, sp, dp, self.payload()?)
+    }
+
+    /// The GTPv1 header of a UDP datagram on ports 2123 or 2152 (see [`gtp`]).
+    pub fn gtp(&self) -> Option<gtp::GtpHeader<'a>> {
+        let (sp, dp) = (self.src_port()?, self.dst_port()?);
+        gtp::in_transport(self.net().proto, sp, dp, self.payload()?)
     }
 }
