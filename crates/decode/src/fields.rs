@@ -21,7 +21,7 @@ use tracekit_core::Packet;
 
 use crate::dns::{Message, RData, Record};
 use crate::tls;
-use crate::{Decoded, Transport};
+use crate::{Decoded, Transport, ip_proto};
 
 macro_rules! fields {
     ($( $name:ident = $text:literal, $doc:literal; )*) => {
@@ -218,6 +218,15 @@ pub fn write_field<'a>(
     // a quoted packet inside an ICMP error counts, as in tshark.
     let tcp = || first(d, |l| l.tcp());
     let udp = || first(d, |l| l.udp());
+    // Ports also from a header cut after its first 4 bytes (a short capture, the 8 bytes
+    // an ICMP error quotes), as tshark shows them.
+    let ports = |proto: u8| {
+        first(d, |l| {
+            l.transport()
+                .filter(|t| t.protocol() == proto)
+                .and_then(|t| t.ports())
+        })
+    };
     let _ = match field {
         Field::FrameNumber => write!(out, "{number}"),
         Field::FrameTimeEpoch => {
@@ -283,8 +292,8 @@ pub fn write_field<'a>(
         Field::Ipv6Dst => opt(out, v6().map(|h| h.dst())),
         Field::Ipv6FragOffset => opt(out, v6().and(d.fragment()).map(|f| f.offset / 8)),
         Field::Ipv6FragMore => opt(out, v6().and(d.fragment()).map(|f| u8::from(f.more))),
-        Field::TcpSrcport => opt(out, tcp().map(|h| h.src_port())),
-        Field::TcpDstport => opt(out, tcp().map(|h| h.dst_port())),
+        Field::TcpSrcport => opt(out, ports(ip_proto::TCP).map(|p| p.0)),
+        Field::TcpDstport => opt(out, ports(ip_proto::TCP).map(|p| p.1)),
         Field::TcpSeqRaw => opt(out, tcp().map(|h| h.seq_number())),
         Field::TcpAckRaw => opt(out, tcp().map(|h| h.ack_number())),
         Field::TcpFlags => match tcp() {
@@ -296,8 +305,8 @@ pub fn write_field<'a>(
             out,
             first(d, |l| l.tcp().and_then(|_| l.payload_wire_len())),
         ),
-        Field::UdpSrcport => opt(out, udp().map(|h| h.src_port())),
-        Field::UdpDstport => opt(out, udp().map(|h| h.dst_port())),
+        Field::UdpSrcport => opt(out, ports(ip_proto::UDP).map(|p| p.0)),
+        Field::UdpDstport => opt(out, ports(ip_proto::UDP).map(|p| p.1)),
         Field::UdpLength => opt(out, udp().map(|h| h.length())),
         Field::SctpSrcport => opt(out, first(d, |l| l.sctp()).map(|h| h.src_port())),
         Field::SctpDstport => opt(out, first(d, |l| l.sctp()).map(|h| h.dst_port())),
