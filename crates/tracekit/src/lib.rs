@@ -312,6 +312,8 @@
 //! | `libdag` | off | `dag` on Endace's driver and library | Endace's DAG software (libdag, the card's driver) |
 //! | `dag-emulator` | off | `dag` on tracekit's software card (for tests and development: no hardware) | a C compiler |
 //!
+//! | `export` | off | the [`export`] module (`tracekit-export`): Arrow record batches of packets and flows, Parquet files with Hive time partitions | nothing; arrow-rs and parquet build slowly, hence a feature |
+//!
 //! With neither feature: pcap, pcapng and ERF reading and writing, the five codecs, the
 //! decoder, the BPF virtual machine and [`parallel`]. Building needs a C compiler, since
 //! the zstd, bzip2, xz and libdeflate codecs are compiled from bundled sources.
@@ -363,6 +365,9 @@ pub use tracekit_core::{
 /// transmit sinks.
 #[cfg(feature = "dag")]
 pub use tracekit_dag as dag;
+/// Packets and flow records as Arrow batches and Parquet files (feature `export`).
+#[cfg(feature = "export")]
+pub use tracekit_export as export;
 pub use tracekit_filter::Filter;
 pub use tracekit_io::{Compression, ReadMode};
 pub use {
