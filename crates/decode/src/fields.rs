@@ -60,7 +60,8 @@ fields! {
     EthSrc = "eth.src", "Ethernet source address";
     EthDst = "eth.dst", "Ethernet destination address";
     EthType = "eth.type", "Ethernet type field (hex; the 802.3 length for LLC frames is not shown)";
-    VlanId = "vlan.id", "VLAN ids of every tag, outermost first, comma-joined (inner tunnel levels too)";
+    VlanId = "vlan.id", "VLAN ids of the 802.1Q tags (TPID 0x8100, 0x9100), outermost first, comma-joined (inner tunnel levels too); 802.1ad S-tags are ieee8021ad.id, as in tshark";
+    Ieee8021adId = "ieee8021ad.id", "VLAN ids of the 802.1ad service tags (TPID 0x88a8), outermost first, comma-joined";
     MplsLabel = "mpls.label", "MPLS labels, top first, comma-joined";
     IpVersion = "ip.version", "IP version of the outermost IP header (4 or 6)";
     IpSrc = "ip.src", "source address of the outermost IP header (IPv4 or IPv6)";
@@ -338,9 +339,15 @@ pub fn visit_field<'a, S: FieldSink + ?Sized>(
             // collecting.
             levels(d)
                 .filter(|l| !l.quoted)
-                .flat_map(|l| l.d.vlans().map(|v| v.id))
-                .for_each(|id| sink.number(id.into()));
+                .flat_map(|l| l.d.vlans())
+                .filter(|v| v.tpid != crate::ethertype::QINQ)
+                .for_each(|v| sink.number(v.id.into()));
         }
+        Field::Ieee8021adId => levels(d)
+            .filter(|l| !l.quoted)
+            .flat_map(|l| l.d.vlans())
+            .filter(|v| v.tpid == crate::ethertype::QINQ)
+            .for_each(|v| sink.number(v.id.into())),
         Field::MplsLabel => d.mpls_labels().for_each(|l| sink.number(l.label.into())),
         Field::IpVersion => number_of(sink, d.ip_version()),
         Field::IpSrc => {

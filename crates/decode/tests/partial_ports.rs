@@ -3,13 +3,11 @@
 //! the segment — against tshark on the same crafted frames: `tracekit fields` shows the
 //! ports tshark shows once their 4 bytes are there, and the damage stays an anomaly.
 
-use std::path::Path;
-
 use tracekit_core::{LinkType, Meta, Packet, Timestamp};
 use tracekit_decode::Decoded;
 use tracekit_decode::fields::{Field, write_field};
 use tracekit_testdata::builder::{Ethernet, Icmp, Ipv4, PacketBuilder, Tcp, Udp};
-use tracekit_testdata::{have, tshark_fields};
+use tracekit_testdata::{have, tshark_fields, write_pcap};
 
 fn eth() -> Ethernet {
     Ethernet::new([2, 0, 0, 0, 0, 1], [2, 0, 0, 0, 0, 2])
@@ -58,24 +56,6 @@ fn frames() -> Vec<(Vec<u8>, usize)> {
     v
 }
 
-fn write_pcap(path: &Path, frames: &[(Vec<u8>, usize)]) {
-    let mut out = Vec::new();
-    out.extend_from_slice(&0xa1b2_c3d4u32.to_le_bytes());
-    out.extend_from_slice(&2u16.to_le_bytes());
-    out.extend_from_slice(&4u16.to_le_bytes());
-    out.extend_from_slice(&[0; 8]);
-    out.extend_from_slice(&65535u32.to_le_bytes());
-    out.extend_from_slice(&1u32.to_le_bytes());
-    for (i, (f, cap)) in frames.iter().enumerate() {
-        out.extend_from_slice(&(1_700_000_000 + i as u32).to_le_bytes());
-        out.extend_from_slice(&0u32.to_le_bytes());
-        out.extend_from_slice(&(*cap as u32).to_le_bytes());
-        out.extend_from_slice(&(f.len() as u32).to_le_bytes());
-        out.extend_from_slice(&f[..*cap]);
-    }
-    std::fs::write(path, out).unwrap();
-}
-
 const FIELDS: [Field; 4] = [
     Field::TcpSrcport,
     Field::TcpDstport,
@@ -122,7 +102,7 @@ fn ports_of_partial_headers_are_those_tshark_shows() {
     }
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("partial.pcap");
-    write_pcap(&path, &frames);
+    write_pcap(&path, 1, &frames);
     let theirs = tshark_fields(
         &path,
         &["tcp.srcport", "tcp.dstport", "udp.srcport", "udp.dstport"],

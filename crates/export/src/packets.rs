@@ -62,7 +62,7 @@ impl ColumnType {
             }
             Field::Direction | Field::EthSrc | Field::EthDst => Utf8,
             Field::EthType => UInt16,
-            Field::VlanId => ListUInt16,
+            Field::VlanId | Field::Ieee8021adId => ListUInt16,
             Field::MplsLabel => ListUInt32,
             Field::IpVersion | Field::IpProto | Field::IpTtl => UInt8,
             Field::IpSrc | Field::IpDst | Field::Ipv6Src | Field::Ipv6Dst => Address,
