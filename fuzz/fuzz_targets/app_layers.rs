@@ -1,6 +1,6 @@
 //! Any bytes as the payload the application-layer views read (HTTP heads, NTP, DHCP,
-//! GTPv1, TLS hellos): every accessor and iterator runs to its end without a panic or a
-//! hang, and what they return lies inside the input.
+//! GTPv1, QUIC long headers, TLS hellos): every accessor and iterator runs to its end
+//! without a panic or a hang, and what they return lies inside the input.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -8,6 +8,7 @@ use tracekit_decode::dhcp::DhcpMessage;
 use tracekit_decode::gtp::GtpHeader;
 use tracekit_decode::http::Head;
 use tracekit_decode::ntp::NtpHeader;
+use tracekit_decode::quic;
 use tracekit_decode::tls;
 
 /// Whether `part` is a sub-slice of `whole`.
@@ -47,6 +48,14 @@ fuzz_target!(|data: &[u8]| {
     }
     if let Some(g) = GtpHeader::new_checked(data) {
         std::hint::black_box((g.message_type(), g.teid()));
+    }
+    let mut n = 0;
+    for h in quic::long_headers(data) {
+        assert!(inside(data, h.dcid()) && inside(data, h.scid()));
+        assert!(quic::is_known_version(h.version()));
+        std::hint::black_box(h.kind());
+        n += 1;
+        assert!(n <= data.len());
     }
     for hello in tls::hellos(data) {
         let mut ja3 = String::new();

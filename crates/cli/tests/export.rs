@@ -38,13 +38,18 @@ const HEX: &[&str] = &[
     "dns.id",
     "tls.handshake.version",
     "gtp.teid",
+    "quic.version",
 ];
 
 fn scalar(name: &str, a: &dyn Array, i: usize) -> String {
     let int = |v: u64| {
         if HEX.contains(&name) {
             // tshark's width: 8 hex digits for 32-bit identifiers, 4 for the rest.
-            let digits = if name == "gtp.teid" { 8 } else { 4 };
+            let digits = if matches!(name, "gtp.teid" | "quic.version") {
+                8
+            } else {
+                4
+            };
             format!("0x{v:0digits$x}")
         } else {
             v.to_string()

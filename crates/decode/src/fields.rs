@@ -118,6 +118,8 @@ fields! {
     GtpTeid = "gtp.teid", "GTPv1 tunnel endpoint identifier (hex)";
     NdNsTarget = "icmpv6.nd.ns.target_address", "target address of an ICMPv6 neighbour solicitation";
     NdNaTarget = "icmpv6.nd.na.target_address", "target address of an ICMPv6 neighbour advertisement";
+    QuicVersion = "quic.version", "QUIC version of each long-header packet of the datagram (hex), comma-joined";
+    QuicDcid = "quic.dcid", "QUIC destination connection id of each long-header packet (hex), comma-joined";
     Anomalies = "tracekit.anomalies", "decoder anomalies, comma-joined (tracekit only)";
 }
 
@@ -507,6 +509,23 @@ pub fn visit_field<'a, S: FieldSink + ?Sized>(
         Field::NdNaTarget => {
             if let Some(a) = nd_target(d, crate::icmp::nd::ADVERTISEMENT) {
                 sink.addr(IpAddr::V6(a));
+            }
+        }
+        Field::QuicVersion => {
+            if let Some(q) = first(d, |l| l.quic()) {
+                q.for_each(|h| sink.hex(h.version().into(), 8));
+            }
+        }
+        Field::QuicDcid => {
+            if let Some(q) = first(d, |l| l.quic()) {
+                // An empty connection id is no value, as in tshark.
+                for h in q.filter(|h| !h.dcid().is_empty()) {
+                    sink.text(&mut |s| {
+                        for b in h.dcid() {
+                            let _ = write!(s, "{b:02x}");
+                        }
+                    });
+                }
             }
         }
         Field::Anomalies => d.anomalies().iter().for_each(|a| {

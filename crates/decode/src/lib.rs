@@ -65,6 +65,7 @@ mod ipv6;
 mod link;
 mod net;
 pub mod ntp;
+pub mod quic;
 mod radiotap;
 mod sctp;
 mod tcp;
@@ -560,6 +561,19 @@ impl<'a> Decoded<'a> {
     pub fn dhcp(&self) -> Option<dhcp::DhcpMessage<'a>> {
         let (sp, dp) = (self.src_port()?, self.dst_port()?);
         dhcp::in_transport(self.net().proto, sp, dp, self.payload()?)
+    }
+
+    /// The QUIC long-header packets a UDP datagram starts with (any port: recognised by
+    /// the header form and a known version, as tshark's QUIC heuristic does; see
+    /// [`quic`]). `None` when the first is not one.
+    pub fn quic(&self) -> Option<quic::LongHeaders<'a>> {
+        if self.net().proto != ip_proto::UDP {
+            return None;
+        }
+        self.udp()?;
+        let headers = quic::long_headers(self.payload()?);
+        headers.clone().next()?;
+        Some(headers)
     }
 
     /// The GTPv1 header of a UDP datagram on ports 2123 or 2152 (see [`gtp`]).

@@ -54,6 +54,8 @@ const FIELDS: &[Field] = &[
     Field::GtpTeid,
     Field::NdNsTarget,
     Field::NdNaTarget,
+    Field::QuicVersion,
+    Field::QuicDcid,
 ];
 
 const TSHARK_FIELDS: &[&str] = &[
@@ -105,6 +107,8 @@ const TSHARK_FIELDS: &[&str] = &[
     "gtp.teid",
     "icmpv6.nd.ns.target_address",
     "icmpv6.nd.na.target_address",
+    "quic.version",
+    "quic.dcid",
 ];
 
 fn tshark_rows(path: &Path) -> Option<Vec<BTreeMap<&'static str, Vec<String>>>> {
@@ -230,6 +234,8 @@ fn expected(row: &BTreeMap<&'static str, Vec<String>>, field: Field) -> String {
         Field::GtpTeid => first("gtp.teid"),
         Field::NdNsTarget => first("icmpv6.nd.ns.target_address"),
         Field::NdNaTarget => first("icmpv6.nd.na.target_address"),
+        Field::QuicVersion => get("quic.version").join(","),
+        Field::QuicDcid => get("quic.dcid").join(","),
         _ => String::new(),
     }
 }

@@ -89,6 +89,8 @@ impl ColumnType {
             Field::DhcpMac | Field::DhcpHostname => Utf8,
             Field::GtpTeid => UInt32,
             Field::NdNsTarget | Field::NdNaTarget => Address,
+            Field::QuicVersion => ListUInt32,
+            Field::QuicDcid => ListUtf8,
         }
     }
 

@@ -31,6 +31,7 @@ const HEX: &[&str] = &[
     "dns.id",
     "tls.handshake.version",
     "gtp.teid",
+    "quic.version",
 ];
 
 fn render_scalar(name: &str, a: &dyn Array, i: usize) -> String {
@@ -38,7 +39,11 @@ fn render_scalar(name: &str, a: &dyn Array, i: usize) -> String {
     let int = |v: u64| {
         if hex {
             // tshark's width: 8 hex digits for 32-bit identifiers, 4 for the rest.
-            let digits = if name == "gtp.teid" { 8 } else { 4 };
+            let digits = if matches!(name, "gtp.teid" | "quic.version") {
+                8
+            } else {
+                4
+            };
             format!("0x{v:0digits$x}")
         } else {
             v.to_string()
