@@ -45,6 +45,9 @@ mod null {
 mod cisco_hdlc {
     pub const PROTOCOL: usize = 2;
     pub const LEN: usize = 4;
+    pub const UNICAST: u8 = 0x0F;
+    pub const BROADCAST: u8 = 0x8F;
+    pub const CONTROL: u8 = 0x00;
 }
 
 /// PPP in HDLC-like framing: optional address 0xFF and control 0x03.
@@ -134,6 +137,13 @@ mod mpls {
 mod pbb {
     pub const NEXT_TYPE: usize = 16;
     pub const LEN: usize = 18;
+}
+
+/// Cisco FabricPath after its EtherType: FTag (10 bits) and TTL (6 bits), then the
+/// original frame's destination, source and EtherType.
+mod fabricpath {
+    pub const NEXT_TYPE: usize = 14;
+    pub const LEN: usize = 16;
 }
 
 /// PPPoE session header, then the PPP protocol.
@@ -460,6 +470,22 @@ fn llc(b: &[u8], off: usize, mut li: LinkInfo, an: &mut Anomalies) -> LinkInfo {
 
 fn ppp(b: &[u8], mut off: usize, mut li: LinkInfo, an: &mut Anomalies) -> LinkInfo {
     li.l2_off = off as u32;
+    // Cisco HDLC framing in a capture labelled PPP (address 0x0F unicast or 0x8F
+    // broadcast, control 0): an EtherType follows, as Wireshark detects it.
+    if matches!(
+        u8_at(b, off),
+        Some(cisco_hdlc::UNICAST | cisco_hdlc::BROADCAST)
+    ) && u8_at(b, off + 1) == Some(cisco_hdlc::CONTROL)
+    {
+        li.kind = LinkKind::CiscoHdlc;
+        return match be16(b, off + cisco_hdlc::PROTOCOL) {
+            Some(et) => chain(b, et, off + cisco_hdlc::LEN, li, an),
+            None => {
+                an.insert(Anomaly::LinkTruncated);
+                li
+            }
+        };
+    }
     if u8_at(b, off) == Some(ppp_hdlc::ADDRESS) && u8_at(b, off + 1) == Some(ppp_hdlc::CONTROL) {
         off += ppp_hdlc::LEN;
     }
@@ -701,6 +727,15 @@ pub(crate) fn chain(
                 et = next;
                 off += pbb::LEN;
             }
+            ethertype::FABRICPATH => {
+                let Some(next) = be16(b, off + fabricpath::NEXT_TYPE) else {
+                    an.insert(Anomaly::LinkTruncated);
+                    et = 0;
+                    break;
+                };
+                et = next;
+                off += fabricpath::LEN;
+            }
             ethertype::PPPOE_SESSION => {
                 let Some(proto) = be16(b, off + pppoe::PPP_PROTOCOL) else {
                     an.insert(Anomaly::PppoeTruncated);
@@ -811,6 +846,11 @@ impl Iterator for ShimWalk<'_> {
             ethertype::PBB => {
                 self.et = be16(self.b, self.off + pbb::NEXT_TYPE)?;
                 self.off += pbb::LEN;
+                self.next()
+            }
+            ethertype::FABRICPATH => {
+                self.et = be16(self.b, self.off + fabricpath::NEXT_TYPE)?;
+                self.off += fabricpath::LEN;
                 self.next()
             }
             ethertype::PPPOE_SESSION => {
