@@ -94,7 +94,7 @@ fn cisco_hdlc_in_ppp_captures() {
             assert_eq!(ours(f, link), w, "link type {}", link.0);
         }
         if have("tshark") {
-            let t = theirs(&frames, u32::from(link.0));
+            let t = theirs(&frames, link.0);
             for ((f, _), t) in frames.iter().zip(&t) {
                 assert_eq!(&ours(f, link), t, "link type {} against tshark", link.0);
             }
