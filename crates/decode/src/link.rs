@@ -162,6 +162,10 @@ pub enum Framing {
     Link(LinkType),
     /// Bytes that start with the protocol this EtherType names (GRE and Geneve payloads).
     Ethertype(u16),
+    /// An 802.11 frame whose two frame-control bytes are swapped, as Cisco access points
+    /// send them in CAPWAP data channels (Wireshark swaps them back by default:
+    /// `capwap.swap_fc`).
+    Ieee80211SwappedFc,
 }
 
 /// What sits at the start of the link layer proper.
@@ -279,6 +283,7 @@ pub(crate) fn walk(b: &[u8], framing: Framing, an: &mut Anomalies) -> LinkInfo {
             }
             return chain(b, et, 0, li, an);
         }
+        Framing::Ieee80211SwappedFc => return ieee80211(b, 0, li, an, true),
         Framing::Link(l) => l,
     };
     match link {
@@ -350,7 +355,7 @@ pub(crate) fn walk(b: &[u8], framing: Framing, an: &mut Anomalies) -> LinkInfo {
                 }
             }
         }
-        LinkType::IEEE802_11 => ieee80211(b, 0, li, an),
+        LinkType::IEEE802_11 => ieee80211(b, 0, li, an, false),
         LinkType::IEEE802_11_RADIOTAP => {
             let Some(rt) = RadioTap::parse(b) else {
                 if b.len() < radiotap::field::FIXED_LEN
@@ -366,10 +371,10 @@ pub(crate) fn walk(b: &[u8], framing: Framing, an: &mut Anomalies) -> LinkInfo {
             if rt.flags.is_some_and(|f| f & FLAG_FCS != 0) {
                 li.end = li.end.saturating_sub(FCS_LEN).max(u32::from(rt.len));
             }
-            ieee80211(b, usize::from(rt.len), li, an)
+            ieee80211(b, usize::from(rt.len), li, an, false)
         }
         LinkType::IEEE802_11_PRISM => match prism_len(b) {
-            Some(n) => ieee80211(b, n, li, an),
+            Some(n) => ieee80211(b, n, li, an, false),
             None => {
                 an.insert(if b.len() < prism::LEN {
                     Anomaly::MetaTruncated
@@ -512,16 +517,25 @@ fn ppp(b: &[u8], mut off: usize, mut li: LinkInfo, an: &mut Anomalies) -> LinkIn
     }
 }
 
-fn ieee80211(b: &[u8], off: usize, mut li: LinkInfo, an: &mut Anomalies) -> LinkInfo {
+fn ieee80211(
+    b: &[u8],
+    off: usize,
+    mut li: LinkInfo,
+    an: &mut Anomalies,
+    swapped_fc: bool,
+) -> LinkInfo {
     li.kind = LinkKind::Ieee80211;
     li.l2_off = off as u32;
-    let (Some(fc0), Some(fc1)) = (
+    let (Some(mut fc0), Some(mut fc1)) = (
         u8_at(b, off + ieee80211::FC0),
         u8_at(b, off + ieee80211::FC1),
     ) else {
         an.insert(Anomaly::LinkTruncated);
         return li;
     };
+    if swapped_fc {
+        std::mem::swap(&mut fc0, &mut fc1);
+    }
     let ftype = (fc0 >> 2) & 3;
     let subtype = fc0 >> 4;
     if ftype != ieee80211::TYPE_DATA

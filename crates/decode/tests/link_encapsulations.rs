@@ -121,3 +121,113 @@ fn fabricpath_around_a_tagged_frame() {
         assert_eq!(ours(&frames[0].0, LinkType::ETHERNET), t[0]);
     }
 }
+
+/// Every level's source address and the innermost transport's ports, as tshark lists
+/// them (`~`-joined occurrences; IPv4 only here).
+fn levels(f: &[u8]) -> (String, String) {
+    let mut all = vec![Decoded::from_bytes(f, LinkType::ETHERNET, f.len() as u32)];
+    while let Some(inner) = all.last().and_then(|d| d.inner()) {
+        all.push(inner);
+    }
+    let addrs: Vec<String> = all
+        .iter()
+        .filter_map(|d| d.src_addr().map(|a| a.to_string()))
+        .collect();
+    let last = all.last().unwrap();
+    let ports = last
+        .transport()
+        .and_then(|t| t.ports())
+        .map(|(s, d)| format!("{s}~{d}"))
+        .unwrap_or_default();
+    for d in &all {
+        assert!(d.anomalies().is_empty(), "{:?}", d.anomalies());
+    }
+    (addrs.join("~"), ports)
+}
+
+/// An 802.11 data frame to the distribution system, LLC/SNAP, then `ip`; with the two
+/// frame-control bytes swapped when `swap_fc` (as Cisco APs send them over CAPWAP).
+fn wlan_data(ip: &[u8], swap_fc: bool) -> Vec<u8> {
+    let fc = if swap_fc { [0x01, 0x08] } else { [0x08, 0x01] };
+    let mut f = fc.to_vec();
+    f.extend([0, 0]); // duration
+    f.extend([2, 0, 0, 0, 0, 0xa, 2, 0, 0, 0, 0, 0xb, 2, 0, 0, 0, 0, 0xc]);
+    f.extend([0x10, 0]); // sequence control
+    f.extend([0xaa, 0xaa, 0x03, 0, 0, 0, 0x08, 0x00]);
+    f.extend(ip);
+    f
+}
+
+fn inner_ip() -> Vec<u8> {
+    PacketBuilder::new()
+        .ipv4(Ipv4::new([172, 16, 0, 1], [172, 16, 0, 2]))
+        .tcp(Tcp::new(33000, 8080))
+        .build()
+}
+
+/// Outer Ethernet + IPv4 10.9.9.1 -> 10.9.9.2 with `protocol`, then `payload`.
+fn outer(protocol: u8, payload: &[u8]) -> Vec<u8> {
+    let mut f = vec![2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1, 0x08, 0x00];
+    f.extend(
+        PacketBuilder::new()
+            .ipv4(Ipv4::new([10, 9, 9, 1], [10, 9, 9, 2]).protocol(protocol))
+            .payload(payload)
+            .build(),
+    );
+    f
+}
+
+#[test]
+fn wireless_tunnels_aruba_gre_and_capwap() {
+    // Aruba GRE (protocol 0x8200) around an 802.11 frame.
+    let mut gre = vec![0, 0, 0x82, 0x00];
+    gre.extend(wlan_data(&inner_ip(), false));
+    // CAPWAP data (UDP 5247): HLEN 2 words, WBID 1, T set; the 802.11 FC swapped.
+    let capwap_hdr = |native: bool| {
+        let bits: u32 = 2 << 19 | 1 << 9 | if native { 1 << 8 } else { 0 };
+        let mut h = bits.to_be_bytes().to_vec();
+        h.extend([0, 0, 0, 0]);
+        h
+    };
+    let mut cw = capwap_hdr(true);
+    cw.extend(wlan_data(&inner_ip(), true));
+    let udp = |body: &[u8]| {
+        PacketBuilder::new()
+            .udp(Udp::new(40000, 5247))
+            .payload(body)
+            .build()
+    };
+    // CAPWAP carrying an 802.3 frame (T clear).
+    let mut cw_eth = capwap_hdr(false);
+    cw_eth.extend([2, 0, 0, 0, 0, 0xd, 2, 0, 0, 0, 0, 0xe, 0x08, 0x00]);
+    cw_eth.extend(inner_ip());
+    let frames: Vec<(Vec<u8>, usize)> = [
+        outer(47, &gre),
+        outer(17, &udp(&cw)),
+        outer(17, &udp(&cw_eth)),
+    ]
+    .into_iter()
+    .map(|f| {
+        let n = f.len();
+        (f, n)
+    })
+    .collect();
+    for (f, _) in &frames {
+        assert_eq!(
+            levels(f),
+            ("10.9.9.1~172.16.0.1".to_string(), "33000~8080".to_string())
+        );
+    }
+    if !have("tshark") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("wireless.pcap");
+    write_pcap(&path, 1, &frames);
+    let t = tshark_fields(&path, &["ip.src", "tcp.srcport", "tcp.dstport"]);
+    for ((f, _), t) in frames.iter().zip(&t) {
+        let (addrs, ports) = levels(f);
+        assert_eq!(addrs, t[0]);
+        assert_eq!(ports, format!("{}~{}", t[1], t[2]));
+    }
+}
