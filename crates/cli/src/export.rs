@@ -11,7 +11,7 @@ use tracekit::decode::Decoded;
 use tracekit::decode::fields::Field;
 use tracekit::export::arrow::array::RecordBatch;
 use tracekit::export::{
-    Codec, ExportOptions, ExportSummary, PacketBatcher, ParquetExport, Partitioning,
+    Codec, ExportOptions, ExportSummary, PacketBatcher, ParquetExport, PartitionKey, Partitioning,
 };
 use tracekit::flow::{FlowConfig, FlowRecord, FlowTable};
 
@@ -72,8 +72,8 @@ pub struct ExportArgs {
     filter: Option<String>,
     /// Worker threads beside the reading thread (1, the default: everything on one
     /// thread; 0: one per core but the reader's). Packets: rows are built by the
-    /// workers in batches and written as the batches come, so the rows are not in file
-    /// order (sort by frame.number); not with --partition. Flows: spread by address pair,
+    /// workers in batches (one partition each) and written as the batches come, so the
+    /// rows are not in file order (sort by frame.number). Flows: spread by address pair,
     /// one flow table per worker, as `tracekit flows --threads`.
     #[arg(long, default_value_t = 1, value_parser = crate::parse_workers)]
     threads: usize,
@@ -123,11 +123,6 @@ pub fn run(args: ExportArgs) -> Result<Outcome> {
         ..ExportOptions::default()
     };
     let parallel = crate::numbered::is_parallel(args.threads);
-    if parallel && !args.flows && partition.is_some() {
-        bail!(
-            "--threads with --partition: not supported for packets (each worker's batches mix partitions); use one thread"
-        );
-    }
     if args.files.iter().any(|f| crate::is_live(f)) {
         bail!("export reads trace files; capture to a file first (tracekit capture)");
     }
@@ -137,13 +132,16 @@ pub fn run(args: ExportArgs) -> Result<Outcome> {
     } else {
         ParquetExport::packets(&args.parquet, &fields, options)?
     };
+    // Ctrl-C stops reading; the files are then completed but keep their .partial names.
+    let stop = crate::ctrl_c_stop();
     let failure = match (args.flows, parallel) {
         (false, false) => packets(&args, &mut export)?,
-        (false, true) => packets_parallel(&args, &fields, filter, &mut export)?,
+        (false, true) => packets_parallel(&args, &fields, filter, partition, &mut export)?,
         (true, false) => flows(&args, &mut export)?,
         (true, true) => flows_parallel(&args, filter, &mut export)?,
     };
-    let complete = failure.is_none();
+    let interrupted = stop.is_stopped();
+    let complete = failure.is_none() && !interrupted;
     let summary = if complete {
         export.finish()?
     } else {
@@ -151,6 +149,14 @@ pub fn run(args: ExportArgs) -> Result<Outcome> {
     };
     if args.json {
         print_json(&summary, complete)?;
+    }
+    if interrupted && failure.is_none() {
+        eprintln!(
+            "tracekit export: interrupted: {} rows written to {} left with the .partial suffix: the export is incomplete",
+            summary.rows,
+            names(&summary)
+        );
+        return Ok(Outcome::Interrupted);
     }
     match failure {
         Some((file, e, read)) => {
@@ -193,11 +199,15 @@ fn print_json(summary: &ExportSummary, complete: bool) -> Result<()> {
 
 /// One thread: every packet in file order.
 fn packets(args: &ExportArgs, export: &mut ParquetExport) -> Result<Failure> {
+    let stop = crate::ctrl_c_stop();
     let mut offset = 0u64;
     for file in &args.files {
+        if crate::ctrl_c_stop().is_stopped() {
+            break;
+        }
         let ended = each_packet(file, args.filter.as_deref(), |number, packet| {
             export.push_packet(offset + number, packet, &Decoded::new(packet))?;
-            Ok(true)
+            Ok(!stop.is_stopped())
         })?;
         if let Some(e) = ended.error {
             return Ok(Some((file.clone(), e, ended.read)));
@@ -207,40 +217,62 @@ fn packets(args: &ExportArgs, export: &mut ParquetExport) -> Result<Failure> {
     Ok(None)
 }
 
-/// A worker building rows of its packets; a batch goes to the writer when full.
+/// A batch of rows of one partition, with the time stamp of its first row (which
+/// names the partition).
+type Batch = (Option<tracekit::Timestamp>, RecordBatch);
+
+/// A worker building rows of its packets; a batch goes to the writer when full, or when
+/// the next packet belongs to another time partition.
 struct BatchWorker {
     batcher: PacketBatcher,
     filter: Option<Filter>,
     offset: u64,
+    partition: Option<Partitioning>,
+    /// The partition of the rows in `batcher` (`None` unpartitioned), and the first
+    /// row's time stamp; `None` when the batcher is empty.
+    pending: Option<(Option<PartitionKey>, Option<tracekit::Timestamp>)>,
+}
+
+impl BatchWorker {
+    fn flush(&mut self, out: &mut tracekit::parallel::Emit<'_, Batch>) {
+        if let (Some((_, ts)), Some(batch)) = (self.pending.take(), self.batcher.finish()) {
+            out.emit((ts, batch));
+        }
+    }
 }
 
 impl tracekit::parallel::Worker for BatchWorker {
-    type Item = RecordBatch;
+    type Item = Batch;
 
     fn packet(
         &mut self,
         packet: &tracekit::Packet<'_>,
-        out: &mut tracekit::parallel::Emit<'_, RecordBatch>,
+        out: &mut tracekit::parallel::Emit<'_, Batch>,
     ) -> Result<(), tracekit::Error> {
         if let Some(f) = self.filter.as_mut()
             && !f.matches(packet)?
         {
             return Ok(());
         }
+        let ts = Some(packet.ts()).filter(|t| t.is_known());
+        let key = self.partition.map(|p| p.key(ts));
+        if self.pending.is_some_and(|(k, _)| k != key) {
+            self.flush(out);
+        }
+        self.pending.get_or_insert((key, ts));
         let number = self.offset + out.seq() + 1;
         if let Some(batch) = self.batcher.push(number, packet, &Decoded::new(packet)) {
-            out.emit(batch);
+            let first = self.pending.take().map_or(ts, |(_, t)| t);
+            out.emit((first, batch));
         }
         Ok(())
     }
 
     fn finish(
         &mut self,
-        out: &mut tracekit::parallel::Emit<'_, RecordBatch>,
+        out: &mut tracekit::parallel::Emit<'_, Batch>,
     ) -> Result<(), tracekit::Error> {
-        if let Some(batch) = self.batcher.finish() {
-            out.emit(batch);
-        }
+        self.flush(out);
         Ok(())
     }
 }
@@ -252,10 +284,14 @@ fn packets_parallel(
     args: &ExportArgs,
     fields: &[Field],
     filter: Option<Filter>,
+    partition: Option<Partitioning>,
     export: &mut ParquetExport,
 ) -> Result<Failure> {
     let mut offset = 0u64;
     for file in &args.files {
+        if crate::ctrl_c_stop().is_stopped() {
+            break;
+        }
         let mut source = crate::open_source(file)?;
         let mut error = None;
         let done = tracekit::parallel::Parallel::new(args.threads)
@@ -267,10 +303,12 @@ fn packets_parallel(
                     batcher: PacketBatcher::new(fields, WORKER_BATCH),
                     filter: filter.clone(),
                     offset,
+                    partition,
+                    pending: None,
                 },
-                |_, batch| {
+                |_, (ts, batch)| {
                     if error.is_none()
-                        && let Err(e) = export.push_batch(&batch)
+                        && let Err(e) = export.push_batch(&batch, ts)
                     {
                         error = Some(e);
                     }
@@ -291,6 +329,7 @@ fn packets_parallel(
 }
 
 fn flows(args: &ExportArgs, export: &mut ParquetExport) -> Result<Failure> {
+    let stop = crate::ctrl_c_stop();
     let mut table = FlowTable::new(FlowConfig::default());
     let mut error = None;
     let mut failure = None;
@@ -303,9 +342,12 @@ fn flows(args: &ExportArgs, export: &mut ParquetExport) -> Result<Failure> {
             }
         };
         for file in &args.files {
+            if crate::ctrl_c_stop().is_stopped() {
+                break;
+            }
             let ended = each_packet(file, args.filter.as_deref(), |_, packet| {
                 table.add(packet, &mut emit);
-                Ok(true)
+                Ok(!stop.is_stopped())
             })?;
             if let Some(e) = ended.error {
                 failure = Some((file.clone(), e, ended.read));
@@ -359,6 +401,9 @@ fn flows_parallel(
 ) -> Result<Failure> {
     let mut error = None;
     for file in &args.files {
+        if crate::ctrl_c_stop().is_stopped() {
+            break;
+        }
         let mut source = crate::open_source(file)?;
         let done = tracekit::parallel::Parallel::new(args.threads)
             .stop_flag(crate::ctrl_c_stop().flag())

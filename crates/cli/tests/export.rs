@@ -308,6 +308,12 @@ fn damaged_input_keeps_the_rows_before_the_damage_under_a_partial_name() {
 
 #[test]
 fn hour_partitions_hold_every_packet_in_its_hour() {
+    for threads in ["1", "2"] {
+        hour_partitions_with_threads(threads);
+    }
+}
+
+fn hour_partitions_with_threads(threads: &str) {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("parts");
     let mut files = vec![sample()];
@@ -320,6 +326,8 @@ fn hour_partitions_hold_every_packet_in_its_hour() {
         "--partition".into(),
         "hour".into(),
         "--json".into(),
+        "--threads".into(),
+        threads.into(),
         "-e".into(),
         "frame.number,frame.time_epoch".into(),
         "--parquet".into(),

@@ -63,7 +63,7 @@ pub use flows::{FlowBatcher, flow_schema, proto_name};
 pub use packets::{BYTES_SUFFIX, ColumnType, PacketBatcher, TIME_ZONE, schema, timestamp_type};
 pub use parquet_out::{
     Codec, ExportError, ExportOptions, ExportSummary, NULL_PARTITION, PARTIAL_SUFFIX,
-    ParquetExport, Partitioning,
+    ParquetExport, PartitionKey, Partitioning,
 };
 pub use tracekit_decode::fields::Field;
 

@@ -25,7 +25,7 @@ pub const PARTIAL_SUFFIX: &str = ".partial";
 pub const NULL_PARTITION: &str = "__HIVE_DEFAULT_PARTITION__";
 
 /// How a partitioned export splits rows by time (UTC).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Partitioning {
     /// `date=YYYY-MM-DD/hour=HH/part-N.parquet`.
     Hour,
@@ -42,6 +42,50 @@ impl Partitioning {
             _ => None,
         }
     }
+}
+
+/// The partition of a time stamp under a [`Partitioning`] (see
+/// [`Partitioning::key`]); its `Display` is the partition's directory,
+/// `date=2026-11-22/hour=13`. An unpartitioned export has one key for everything.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct PartitionKey {
+    key: Key,
+    partitioning: Option<Partitioning>,
+}
+
+impl std::fmt::Display for PartitionKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.key {
+            Key::Single => Ok(()),
+            key => write!(f, "{}", partition_dir(key, self.partitioning).display()),
+        }
+    }
+}
+
+impl Partitioning {
+    /// The partition of a row with time stamp `ts` (`None`: no time stamp, the null
+    /// partition).
+    pub fn key(self, ts: Option<Timestamp>) -> PartitionKey {
+        key_of(Some(self), ts)
+    }
+}
+
+fn key_of(partitioning: Option<Partitioning>, ts: Option<Timestamp>) -> PartitionKey {
+    let key = match partitioning {
+        None => Key::Single,
+        Some(p) => match ts {
+            None => Key::Unknown,
+            Some(ts) => {
+                let secs = (ts.as_unix_nanos() / 1_000_000_000) as i64;
+                let hour = match p {
+                    Partitioning::Hour => (secs.rem_euclid(86_400) / 3600) as u8,
+                    Partitioning::Day => 0,
+                };
+                Key::Time(secs.div_euclid(86_400), hour)
+            }
+        },
+    };
+    PartitionKey { key, partitioning }
 }
 
 /// Parquet compression of the columns.
@@ -105,8 +149,7 @@ pub enum ExportError {
         /// The cause.
         source: ParquetError,
     },
-    /// A ready batch was handed to a partitioned export (which splits rows by time
-    /// itself), or a batch's schema is not the export's.
+    /// A batch's schema is not the export's.
     #[error("{0}")]
     Unsupported(&'static str),
     /// A partitioned export's directory exists and is not empty.
@@ -167,8 +210,9 @@ pub struct ExportSummary {
 /// batches of [`ExportOptions::batch_rows`] rows, row groups of
 /// [`ExportOptions::row_group_rows`], at most [`ExportOptions::max_open`] files open.
 ///
-/// Each file is written as `NAME.partial` and renamed to `NAME` by [`finish`]: a file
-/// without the suffix is complete. When the input is damaged, [`finish_incomplete`]
+/// Each file is written as `NAME.partial` and renamed to `NAME` by [`finish`], all
+/// together (also the partitions completed earlier to stay within `max_open`): a file
+/// without the suffix belongs to a complete export. When the input is damaged, [`finish_incomplete`]
 /// completes the files (valid Parquet with every row so far) but leaves the suffix, so
 /// that no engine takes them for a whole export.
 ///
@@ -194,7 +238,10 @@ pub struct ParquetExport {
     /// Next part number of each partition that was opened.
     next_part: std::collections::HashMap<Key, u32>,
     uses: u64,
-    summary: ExportSummary,
+    /// Files completed but not yet renamed (partial name, final name, rows): they are
+    /// renamed together by `finish`, so that an export that fails later leaves none
+    /// that looks complete.
+    closed: Vec<(PathBuf, PathBuf, u64)>,
 }
 
 impl ParquetExport {
@@ -255,7 +302,7 @@ impl ParquetExport {
             open: Vec::new(),
             next_part: Default::default(),
             uses: 0,
-            summary: ExportSummary::default(),
+            closed: Vec::new(),
         })
     }
 
@@ -266,7 +313,8 @@ impl ParquetExport {
 
     /// Rows taken so far.
     pub fn rows(&self) -> u64 {
-        self.summary.rows + self.open.iter().map(|p| p.count).sum::<u64>()
+        self.closed.iter().map(|c| c.2).sum::<u64>()
+            + self.open.iter().map(|p| p.count).sum::<u64>()
     }
 
     /// Adds packet number `number` (1-based, the `frame.number` column). Does nothing
@@ -305,19 +353,20 @@ impl ParquetExport {
     }
 
     /// Writes a batch made by a [`PacketBatcher`] or [`FlowBatcher`] with this export's
-    /// schema (e.g. on worker threads), as it is: for an unpartitioned export only.
-    pub fn push_batch(&mut self, batch: &RecordBatch) -> Result<(), ExportError> {
-        if self.options.partition.is_some() {
-            return Err(ExportError::Unsupported(
-                "a partitioned export takes rows one by one (it splits them by time)",
-            ));
-        }
+    /// schema (e.g. on worker threads), as it is. Its rows must all belong to the
+    /// partition of `ts` (a partitioned export does not look into batches): make one
+    /// batch per [`PartitionKey`]. An unpartitioned export ignores `ts`.
+    pub fn push_batch(
+        &mut self,
+        batch: &RecordBatch,
+        ts: Option<Timestamp>,
+    ) -> Result<(), ExportError> {
         if batch.schema() != self.schema {
             return Err(ExportError::Unsupported(
                 "the batch's columns are not the export's",
             ));
         }
-        let i = self.part_for(None)?;
+        let i = self.part_for(ts)?;
         let part = &mut self.open[i];
         part.count += batch.num_rows() as u64;
         write(part, batch)
@@ -335,35 +384,36 @@ impl ParquetExport {
     }
 
     fn close_all(mut self, complete: bool) -> Result<ExportSummary, ExportError> {
-        if self.summary.rows == 0 && self.open.is_empty() && self.options.partition.is_none() {
+        if self.closed.is_empty() && self.open.is_empty() && self.options.partition.is_none() {
             // An empty trace still gives a (row-less) file with the schema.
             self.part_for(None)?;
         }
         let mut parts = std::mem::take(&mut self.open);
         parts.sort_by_key(|p| p.key);
         for part in parts {
-            close(part, complete, &mut self.summary)?;
+            self.closed.push(close(part)?);
         }
-        Ok(self.summary)
+        let mut summary = ExportSummary::default();
+        for (partial, path, rows) in self.closed {
+            let name = if complete {
+                std::fs::rename(&partial, &path).map_err(|source| ExportError::Io {
+                    path: path.clone(),
+                    source,
+                })?;
+                path
+            } else {
+                partial
+            };
+            summary.rows += rows;
+            summary.files.push((name, rows));
+        }
+        Ok(summary)
     }
 
     /// The index of the open part for a row with time stamp `ts`, opened if needed.
     fn part_for(&mut self, ts: Option<Timestamp>) -> Result<usize, ExportError> {
         self.uses += 1;
-        let key = match self.options.partition {
-            None => Key::Single,
-            Some(p) => match ts {
-                None => Key::Unknown,
-                Some(ts) => {
-                    let secs = (ts.as_unix_nanos() / 1_000_000_000) as i64;
-                    let hour = match p {
-                        Partitioning::Hour => (secs.rem_euclid(86_400) / 3600) as u8,
-                        Partitioning::Day => 0,
-                    };
-                    Key::Time(secs.div_euclid(86_400), hour)
-                }
-            },
-        };
+        let key = key_of(self.options.partition, ts).key;
         if let Some(i) = self.open.iter().position(|p| p.key == key) {
             self.open[i].last_use = self.uses;
             return Ok(i);
@@ -373,7 +423,7 @@ impl ParquetExport {
                 .min_by_key(|&i| self.open[i].last_use)
                 .unwrap_or(0);
             let part = self.open.swap_remove(lru);
-            close(part, true, &mut self.summary)?;
+            self.closed.push(close(part)?);
         }
         let number = self.next_part.entry(key).or_insert(0);
         let path = match key {
@@ -428,8 +478,9 @@ fn write(part: &mut Part, batch: &RecordBatch) -> Result<(), ExportError> {
         })
 }
 
-/// Writes what `part` holds, closes its file and (when `complete`) renames it.
-fn close(mut part: Part, complete: bool, summary: &mut ExportSummary) -> Result<(), ExportError> {
+/// Writes what `part` holds and closes its file (still under its partial name); returns
+/// (partial name, final name, rows).
+fn close(mut part: Part) -> Result<(PathBuf, PathBuf, u64), ExportError> {
     if let Some(batch) = part.rows.finish() {
         write(&mut part, &batch)?;
     }
@@ -440,25 +491,13 @@ fn close(mut part: Part, complete: bool, summary: &mut ExportSummary) -> Result<
             path: part.partial.clone(),
             source,
         })?;
-    let io = |path: &Path| {
-        let path = path.to_path_buf();
-        move |source| ExportError::Io { path, source }
+    let io = |source| ExportError::Io {
+        path: part.partial.clone(),
+        source,
     };
-    let file = file
-        .into_inner()
-        .map_err(|e| e.into_error())
-        .map_err(io(&part.partial))?;
-    file.sync_all().map_err(io(&part.partial))?;
-    drop(file);
-    let name = if complete {
-        std::fs::rename(&part.partial, &part.path).map_err(io(&part.path))?;
-        part.path
-    } else {
-        part.partial
-    };
-    summary.rows += part.count;
-    summary.files.push((name, part.count));
-    Ok(())
+    let file = file.into_inner().map_err(|e| io(e.into_error()))?;
+    file.sync_all().map_err(io)?;
+    Ok((part.partial, part.path, part.count))
 }
 
 fn with_suffix(path: &Path) -> PathBuf {

@@ -283,7 +283,8 @@ fn a_partitioned_export_wants_a_new_or_empty_directory() {
     };
     let e = ParquetExport::packets(dir.path(), Field::ALL, options.clone());
     assert!(matches!(e, Err(ExportError::DirectoryNotEmpty { .. })));
-    let mut e = ParquetExport::packets(dir.path().join("new"), Field::ALL, options).unwrap();
+    let mut e =
+        ParquetExport::packets(dir.path().join("new"), &[Field::FrameNumber], options).unwrap();
     let batch = tracekit_export::PacketBatcher::new(Field::ALL, 1).finish();
     assert!(batch.is_none());
     let mut b = tracekit_export::PacketBatcher::new(Field::ALL, 10);
@@ -291,8 +292,146 @@ fn a_partitioned_export_wants_a_new_or_empty_directory() {
     let p = Packet::new(&bytes, Meta::new(Timestamp::NONE, 60, LinkType::ETHERNET));
     b.push(1, &p, &Decoded::new(&p));
     let batch = b.finish().unwrap();
+    // Not the export's columns.
     assert!(matches!(
-        e.push_batch(&batch),
+        e.push_batch(&batch, None),
         Err(ExportError::Unsupported(_))
     ));
+}
+
+/// Every file under `dir`, relative.
+fn names(dir: &Path) -> Vec<String> {
+    contents_names(dir, dir)
+}
+
+fn contents_names(base: &Path, dir: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            out.extend(contents_names(base, &path));
+        } else {
+            out.push(
+                path.strip_prefix(base)
+                    .unwrap()
+                    .to_str()
+                    .unwrap()
+                    .to_string(),
+            );
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn files_completed_early_are_renamed_only_when_the_export_is() {
+    let dir = tempfile::tempdir().unwrap();
+    let fields = [Field::FrameNumber, Field::FrameTimeEpoch];
+    let options = ExportOptions {
+        partition: Some(Partitioning::Hour),
+        max_open: 1,
+        ..ExportOptions::default()
+    };
+    for complete in [false, true] {
+        let out = dir.path().join(format!("out-{complete}"));
+        let mut e = ParquetExport::packets(&out, &fields, options.clone()).unwrap();
+        for (i, s) in [T_13_30_00, T_14_00_00, T_NEXT_DAY].into_iter().enumerate() {
+            let bytes = frame(i as u32);
+            let ts = Timestamp::from_unix_nanos(s * 1_000_000_000);
+            let p = Packet::new(&bytes, Meta::new(ts, 60, LinkType::ETHERNET));
+            e.push_packet(i as u64 + 1, &p, &Decoded::new(&p)).unwrap();
+        }
+        // Two partitions were completed to stay within one open file: still partial.
+        assert!(names(&out).iter().all(|n| n.ends_with(".parquet.partial")));
+        assert_eq!(e.rows(), 3);
+        let summary = if complete {
+            e.finish()
+        } else {
+            e.finish_incomplete()
+        }
+        .unwrap();
+        let want_suffix = if complete {
+            ".parquet"
+        } else {
+            ".parquet.partial"
+        };
+        let got = names(&out);
+        assert_eq!(got.len(), 3);
+        assert!(got.iter().all(|n| n.ends_with(want_suffix)), "{got:?}");
+        assert_eq!(summary.rows, 3);
+        // Each is a readable Parquet file either way.
+        for n in got {
+            let f = File::open(out.join(&n)).unwrap();
+            assert_eq!(
+                SerializedFileReader::new(f)
+                    .unwrap()
+                    .metadata()
+                    .file_metadata()
+                    .num_rows(),
+                1
+            );
+        }
+    }
+}
+
+#[test]
+fn batches_go_to_the_partition_of_their_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let fields = [Field::FrameNumber, Field::FrameTimeEpoch, Field::IpSrc];
+    let options = ExportOptions {
+        partition: Some(Partitioning::Hour),
+        ..ExportOptions::default()
+    };
+    let mut e = ParquetExport::packets(&out, &fields, options).unwrap();
+    let hour = Partitioning::Hour;
+    let mut pending: Option<(tracekit_export::PartitionKey, Option<Timestamp>)> = None;
+    let mut b = tracekit_export::PacketBatcher::new(&fields, 1000);
+    for (i, s) in [T_13_30_00, T_13_59_59, T_14_00_00, T_13_30_00]
+        .into_iter()
+        .enumerate()
+    {
+        let ts = Some(Timestamp::from_unix_nanos(s * 1_000_000_000));
+        // One batch per partition: flush when the key changes.
+        if let Some((key, first)) = pending
+            && key != hour.key(ts)
+        {
+            e.push_batch(&b.finish().unwrap(), first).unwrap();
+            pending = None;
+        }
+        pending.get_or_insert((hour.key(ts), ts));
+        let bytes = frame(i as u32);
+        let p = Packet::new(&bytes, Meta::new(ts.unwrap(), 60, LinkType::ETHERNET));
+        b.push(i as u64 + 1, &p, &Decoded::new(&p));
+    }
+    e.push_batch(&b.finish().unwrap(), pending.unwrap().1)
+        .unwrap();
+    assert_eq!(
+        hour.key(Some(Timestamp::from_unix_nanos(T_14_00_00 * 1_000_000_000)))
+            .to_string(),
+        "date=2026-11-22/hour=14"
+    );
+    assert_eq!(
+        hour.key(None).to_string(),
+        "date=__HIVE_DEFAULT_PARTITION__/hour=__HIVE_DEFAULT_PARTITION__"
+    );
+    e.finish().unwrap();
+    let files: Vec<(String, Vec<u64>)> = contents(&out)
+        .into_iter()
+        .map(|(k, v)| (k, v.into_iter().map(|r| r.0).collect()))
+        .collect();
+    assert_eq!(
+        files,
+        [
+            (
+                "date=2026-11-22/hour=13/part-0.parquet".to_string(),
+                vec![1, 2, 4]
+            ),
+            (
+                "date=2026-11-22/hour=14/part-0.parquet".to_string(),
+                vec![3]
+            ),
+        ]
+    );
 }
