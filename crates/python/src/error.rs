@@ -41,7 +41,9 @@ pub(crate) fn trace_error(e: tracekit::Error, path: &str) -> PyErr {
     })
 }
 
-/// A filter expression libpcap refused (or libpcap missing) as a `ValueError`.
-pub(crate) fn filter_error(expr: &str, e: tracekit::Error) -> PyErr {
-    PyValueError::new_err(format!("filter '{expr}': {e}"))
+/// A tcpdump filter expression, compiled by the system libpcap (`ValueError` if it
+/// refuses the expression or cannot be loaded).
+pub(crate) fn compile_filter(expr: &str) -> PyResult<tracekit::Filter> {
+    tracekit::Filter::new(expr, tracekit::MAX_SNAPLEN)
+        .map_err(|e| PyValueError::new_err(format!("filter '{expr}': {e}")))
 }

@@ -8,7 +8,7 @@ use pyo3::exceptions::PyStopIteration;
 use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::{PyDateTime, PyMemoryView, PyTzInfo};
-use tracekit::{CaptureSource, Direction, Meta, Source};
+use tracekit::{CaptureSource, Direction, Filter, Meta, Source};
 
 use crate::decoded::Decoded;
 use crate::error::trace_error;
@@ -94,6 +94,9 @@ pub struct Reader {
     /// A `Source` is `Send` but not `Sync`; Python objects must be both. `__next__` has
     /// the reader mutably (`get_mut`), so the mutex is never locked.
     source: Mutex<Option<Source>>,
+    /// Applied here rather than in the source, so that packet numbers stay those of the
+    /// file (as in `tracekit fields -f`).
+    filter: Option<Filter>,
     batch: Arc<Batch>,
     next: usize,
     read: u64,
@@ -104,15 +107,12 @@ impl Reader {
     /// Opens `path` (any format and compression tracekit reads), with an optional
     /// tcpdump filter.
     pub(crate) fn open(path: &str, filter: Option<&str>) -> PyResult<Reader> {
-        let mut source = tracekit::open(path).map_err(|e| trace_error(e, path))?;
-        if let Some(expr) = filter {
-            source = source
-                .with_filter(expr)
-                .map_err(|e| crate::error::filter_error(expr, e))?;
-        }
+        let filter = filter.map(crate::error::compile_filter).transpose()?;
+        let source = tracekit::open(path).map_err(|e| trace_error(e, path))?;
         Ok(Reader {
             path: path.to_string(),
             source: Mutex::new(Some(source)),
+            filter,
             batch: Arc::new(Batch::default()),
             next: 0,
             read: 0,
@@ -144,6 +144,16 @@ impl Reader {
             match source.next_packet() {
                 Ok(Some(p)) => {
                     self.read += 1;
+                    if let Some(f) = self.filter.as_mut() {
+                        match f.matches(&p) {
+                            Ok(true) => {}
+                            Ok(false) => continue,
+                            Err(e) => {
+                                self.error = Some(e);
+                                break;
+                            }
+                        }
+                    }
                     batch.push(self.read, &p);
                     if batch.is_full() {
                         return;
@@ -192,7 +202,8 @@ impl Reader {
         &self.path
     }
 
-    /// Packets read so far (including those still waiting in the current batch).
+    /// Packets read so far (including those still waiting in the current batch and those
+    /// the filter left out).
     #[getter]
     fn packets_read(&self) -> u64 {
         self.read

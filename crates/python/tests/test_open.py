@@ -146,10 +146,10 @@ def test_packets_outlive_their_batch_and_the_reader():
         assert bytes(p) == bytes(fresh[p.number - 1])
 
 
-def test_filter_keeps_what_tcpdump_keeps():
+def test_filter_keeps_what_tcpdump_keeps_with_file_numbers():
     tcpdump = need("tcpdump")
     path = corpus("ndpi__1kxun.pcap")
-    expr = "udp port 53 or tcp[tcpflags] & tcp-syn != 0"
+    expr = "tcp[tcpflags] & tcp-syn != 0"
     out = subprocess.run(
         [tcpdump, "-n", "-r", path, "-tt", expr], capture_output=True, text=True, check=True
     ).stdout
@@ -158,6 +158,11 @@ def test_filter_keeps_what_tcpdump_keeps():
     assert len(ours) == len(theirs) > 0
     for p, ts in zip(ours, theirs):
         assert p.ts_ns == epoch_ns(ts)
+    # Packet numbers stay those of the file: tshark's frame numbers of the same packets.
+    numbers = tshark_fields(path, ["frame.number"], "-Y", "tcp.flags.syn == 1")
+    assert [p.number for p in ours] == [int(row[0]) for row in numbers]
+    with pytest.raises(ValueError, match="filter"):
+        tracekit.open(path, filter="tcp port")
 
 
 def _pcap_record_starts(path):
