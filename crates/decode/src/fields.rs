@@ -15,9 +15,10 @@
 //! ```
 
 use std::fmt::{self, Write};
+use std::net::IpAddr;
 use std::str::FromStr;
 
-use tracekit_core::Packet;
+use tracekit_core::{Direction, Packet};
 
 use crate::dns::{Message, RData, Record};
 use crate::tls;
@@ -53,6 +54,9 @@ fields! {
     FrameTimeEpoch = "frame.time_epoch", "time stamp, seconds since the epoch with 9 decimals";
     FrameLen = "frame.len", "length on the wire";
     FrameCapLen = "frame.cap_len", "captured length";
+    FrameInterfaceId = "frame.interface_id", "interface number (pcapng interface id, ERF interface); 0 where the format has none (tshark leaves it empty there)";
+    Direction = "tracekit.direction", "inbound or outbound, where the format records it (pcapng packet flags, ERF); empty otherwise (tracekit only)";
+    LinkType = "tracekit.link_type", "link-layer type (LINKTYPE_ number, as pcap and pcapng headers carry it; tracekit only)";
     EthSrc = "eth.src", "Ethernet source address";
     EthDst = "eth.dst", "Ethernet destination address";
     EthType = "eth.type", "Ethernet type field (hex; the 802.3 length for LLC frames is not shown)";
@@ -78,6 +82,7 @@ fields! {
     TcpFlags = "tcp.flags", "TCP flags (hex)";
     TcpWindow = "tcp.window_size_value", "TCP window field (unscaled)";
     TcpLen = "tcp.len", "TCP segment data length, from the IP length";
+    PayloadLen = "tracekit.payload_len", "application data length after the outermost transport header, from the IP (or UDP) length (tracekit only)";
     UdpSrcport = "udp.srcport", "UDP source port";
     UdpDstport = "udp.dstport", "UDP destination port";
     UdpLength = "udp.length", "UDP length field";
@@ -173,12 +178,65 @@ fn first<'a, T>(d: &Decoded<'a>, f: impl Fn(&Decoded<'a>) -> Option<T>) -> Optio
     levels(d).find_map(|l| f(&l.d))
 }
 
-fn join<T: fmt::Display>(out: &mut String, items: impl Iterator<Item = T>) {
-    for (i, v) in items.enumerate() {
-        if i > 0 {
-            out.push(',');
+/// Receives the values of one field of one packet from [`visit_field`]: one call for a
+/// field with one value, one call per item for a list field (`vlan.id`, `dns.a`, …),
+/// no call when the packet has no such field. [`write_field`] is the sink that prints
+/// them as `tracekit fields` does; `tracekit-export` has one that fills Arrow columns.
+pub trait FieldSink {
+    /// An unsigned integer, printed in decimal.
+    fn number(&mut self, v: u64);
+    /// An unsigned integer printed in hex (`0x` and at least `digits` digits), as tshark
+    /// prints identifiers and flags.
+    fn hex(&mut self, v: u64, digits: usize);
+    /// A flag, printed `1` or `0`.
+    fn flag(&mut self, v: bool);
+    /// An IP address.
+    fn addr(&mut self, v: IpAddr);
+    /// A time stamp: whole seconds and nanoseconds since the Unix epoch.
+    fn time(&mut self, secs: u64, nanos: u32);
+    /// Text, which `write` appends to the string it is given.
+    fn text(&mut self, write: &mut dyn FnMut(&mut String));
+}
+
+/// The [`FieldSink`] of [`write_field`]: values as text, list items comma-joined.
+struct TextSink<'o> {
+    out: &'o mut String,
+    items: usize,
+}
+
+impl TextSink<'_> {
+    fn next_item(&mut self) {
+        if self.items > 0 {
+            self.out.push(',');
         }
-        let _ = write!(out, "{v}");
+        self.items += 1;
+    }
+}
+
+impl FieldSink for TextSink<'_> {
+    fn number(&mut self, v: u64) {
+        self.next_item();
+        let _ = write!(self.out, "{v}");
+    }
+    fn hex(&mut self, v: u64, digits: usize) {
+        self.next_item();
+        let _ = write!(self.out, "0x{v:0digits$x}");
+    }
+    fn flag(&mut self, v: bool) {
+        self.next_item();
+        self.out.push(if v { '1' } else { '0' });
+    }
+    fn addr(&mut self, v: IpAddr) {
+        self.next_item();
+        let _ = write!(self.out, "{v}");
+    }
+    fn time(&mut self, secs: u64, nanos: u32) {
+        self.next_item();
+        let _ = write!(self.out, "{secs}.{nanos:09}");
+    }
+    fn text(&mut self, write: &mut dyn FnMut(&mut String)) {
+        self.next_item();
+        write(self.out);
     }
 }
 
@@ -191,9 +249,21 @@ fn mac(out: &mut String, m: [u8; 6]) {
 }
 
 /// Appends the value of `field` for packet number `number` to `out` (nothing when the
-/// packet has no such field).
+/// packet has no such field), as `tracekit fields` prints it.
 pub fn write_field<'a>(
     out: &mut String,
+    field: Field,
+    number: u64,
+    packet: &Packet<'_>,
+    d: &Decoded<'a>,
+) {
+    visit_field(&mut TextSink { out, items: 0 }, field, number, packet, d);
+}
+
+/// Hands the value(s) of `field` for packet number `number` to `sink`, typed (see
+/// [`FieldSink`]); [`write_field`] prints the same values.
+pub fn visit_field<'a, S: FieldSink + ?Sized>(
+    sink: &mut S,
     field: Field,
     number: u64,
     packet: &Packet<'_>,
@@ -205,197 +275,200 @@ pub fn write_field<'a>(
     // a quoted packet inside an ICMP error counts, as in tshark.
     let tcp = || first(d, |l| l.tcp());
     let udp = || first(d, |l| l.udp());
-    let _ = match field {
-        Field::FrameNumber => write!(out, "{number}"),
+    let dns = || first(d, |l| l.dns());
+    match field {
+        Field::FrameNumber => sink.number(number),
         Field::FrameTimeEpoch => {
             // Rounded to the nearest ns from binary (ERF, pcapng 2^-n) sources, as tshark does;
             // empty for a packet without a time stamp (pcapng Simple Packet Block), as in tshark.
             let ts = packet.ts();
-            if !ts.is_known() {
-                return;
+            if ts.is_known() {
+                let (secs, nanos) = ts.split(tracekit_core::TsResolution::NANO);
+                sink.time(secs, nanos as u32);
             }
-            let (secs, nanos) = ts.split(tracekit_core::TsResolution::NANO);
-            write!(out, "{secs}.{nanos:09}")
         }
-        Field::FrameLen => write!(out, "{}", packet.wire_len()),
-        Field::FrameCapLen => write!(out, "{}", packet.caplen()),
+        Field::FrameLen => sink.number(packet.wire_len().into()),
+        Field::FrameCapLen => sink.number(packet.caplen() as u64),
+        Field::FrameInterfaceId => sink.number(packet.meta().interface.into()),
+        Field::Direction => match packet.meta().direction {
+            Direction::Inbound => sink.text(&mut |s| s.push_str("inbound")),
+            Direction::Outbound => sink.text(&mut |s| s.push_str("outbound")),
+            Direction::Unknown => {}
+        },
+        Field::LinkType => sink.number(packet.link_type().0.into()),
         Field::EthSrc => {
             if let Some(e) = d.ethernet() {
-                mac(out, e.src());
+                sink.text(&mut |s| mac(s, e.src()));
             }
-            Ok(())
         }
         Field::EthDst => {
             if let Some(e) = d.ethernet() {
-                mac(out, e.dst());
+                sink.text(&mut |s| mac(s, e.dst()));
             }
-            Ok(())
         }
-        Field::EthType => match d.ethernet().map(|e| e.ethertype()) {
-            Some(t) if t > 1500 => write!(out, "0x{t:04x}"),
-            _ => Ok(()),
-        },
+        Field::EthType => {
+            if let Some(t) = d.ethernet().map(|e| e.ethertype()).filter(|&t| t > 1500) {
+                sink.hex(t.into(), 4);
+            }
+        }
         Field::VlanId => {
             // `vlans()` borrows only the bytes, so the ids of every level chain without
             // collecting.
-            join(
-                out,
-                levels(d)
-                    .filter(|l| !l.quoted)
-                    .flat_map(|l| l.d.vlans().map(|v| v.id)),
-            );
-            Ok(())
+            levels(d)
+                .filter(|l| !l.quoted)
+                .flat_map(|l| l.d.vlans().map(|v| v.id))
+                .for_each(|id| sink.number(id.into()));
         }
-        Field::MplsLabel => {
-            join(out, d.mpls_labels().map(|l| l.label));
-            Ok(())
+        Field::MplsLabel => d.mpls_labels().for_each(|l| sink.number(l.label.into())),
+        Field::IpVersion => number_of(sink, d.ip_version()),
+        Field::IpSrc => {
+            if let Some(a) = d.src_addr() {
+                sink.addr(a);
+            }
         }
-        Field::IpVersion => opt(out, d.ip_version()),
-        Field::IpSrc => opt(out, d.src_addr()),
-        Field::IpDst => opt(out, d.dst_addr()),
-        Field::IpProto => opt(out, d.ip_protocol()),
-        Field::IpTtl => opt(
-            out,
+        Field::IpDst => {
+            if let Some(a) = d.dst_addr() {
+                sink.addr(a);
+            }
+        }
+        Field::IpProto => number_of(sink, d.ip_protocol()),
+        Field::IpTtl => number_of(
+            sink,
             v4().map(|h| h.ttl())
                 .or_else(|| v6().map(|h| h.hop_limit())),
         ),
-        Field::IpId => match v4() {
-            Some(h) => write!(out, "0x{:04x}", h.ident()),
-            None => Ok(()),
-        },
-        Field::IpFragOffset => opt(out, v4().map(|h| h.frag_offset() / 8)),
-        Field::IpFlagsMf => opt(out, v4().map(|h| u8::from(h.more_frags()))),
-        Field::IpFlagsDf => opt(out, v4().map(|h| u8::from(h.dont_frag()))),
-        Field::Ipv6Src => opt(out, v6().map(|h| h.src())),
-        Field::Ipv6Dst => opt(out, v6().map(|h| h.dst())),
-        Field::Ipv6FragOffset => opt(out, v6().and(d.fragment()).map(|f| f.offset / 8)),
-        Field::Ipv6FragMore => opt(out, v6().and(d.fragment()).map(|f| u8::from(f.more))),
-        Field::TcpSrcport => opt(out, tcp().map(|h| h.src_port())),
-        Field::TcpDstport => opt(out, tcp().map(|h| h.dst_port())),
-        Field::TcpSeqRaw => opt(out, tcp().map(|h| h.seq())),
-        Field::TcpAckRaw => opt(out, tcp().map(|h| h.ack())),
-        Field::TcpFlags => match tcp() {
-            Some(h) => write!(out, "0x{:04x}", h.flags()),
-            None => Ok(()),
-        },
-        Field::TcpWindow => opt(out, tcp().map(|h| h.window())),
-        Field::TcpLen => opt(
-            out,
+        Field::IpId => {
+            if let Some(h) = v4() {
+                sink.hex(h.ident().into(), 4);
+            }
+        }
+        Field::IpFragOffset => number_of(sink, v4().map(|h| h.frag_offset() / 8)),
+        Field::IpFlagsMf => flag_of(sink, v4().map(|h| h.more_frags())),
+        Field::IpFlagsDf => flag_of(sink, v4().map(|h| h.dont_frag())),
+        Field::Ipv6Src => {
+            if let Some(h) = v6() {
+                sink.addr(IpAddr::V6(h.src()));
+            }
+        }
+        Field::Ipv6Dst => {
+            if let Some(h) = v6() {
+                sink.addr(IpAddr::V6(h.dst()));
+            }
+        }
+        Field::Ipv6FragOffset => number_of(sink, v6().and(d.fragment()).map(|f| f.offset / 8)),
+        Field::Ipv6FragMore => flag_of(sink, v6().and(d.fragment()).map(|f| f.more)),
+        Field::TcpSrcport => number_of(sink, tcp().map(|h| h.src_port())),
+        Field::TcpDstport => number_of(sink, tcp().map(|h| h.dst_port())),
+        Field::TcpSeqRaw => number_of(sink, tcp().map(|h| h.seq())),
+        Field::TcpAckRaw => number_of(sink, tcp().map(|h| h.ack())),
+        Field::TcpFlags => {
+            if let Some(h) = tcp() {
+                sink.hex(h.flags().into(), 4);
+            }
+        }
+        Field::TcpWindow => number_of(sink, tcp().map(|h| h.window())),
+        Field::TcpLen => number_of(
+            sink,
             first(d, |l| l.tcp().and_then(|_| l.payload_wire_len())),
         ),
-        Field::UdpSrcport => opt(out, udp().map(|h| h.src_port())),
-        Field::UdpDstport => opt(out, udp().map(|h| h.dst_port())),
-        Field::UdpLength => opt(out, udp().map(|h| h.length())),
-        Field::SctpSrcport => opt(out, first(d, |l| l.sctp()).map(|h| h.src_port())),
-        Field::SctpDstport => opt(out, first(d, |l| l.sctp()).map(|h| h.dst_port())),
-        Field::IcmpType => opt(out, first(d, |l| l.icmp()).map(|h| h.icmp_type())),
-        Field::IcmpCode => opt(out, first(d, |l| l.icmp()).map(|h| h.code())),
-        Field::Icmpv6Type => opt(out, first(d, |l| l.icmpv6()).map(|h| h.icmp_type())),
-        Field::DnsId => match first(d, |l| l.dns()) {
-            Some(m) => write!(out, "0x{:04x}", m.id()),
-            None => Ok(()),
-        },
-        Field::DnsResponse => opt(
-            out,
-            first(d, |l| l.dns()).map(|m| u8::from(m.is_response())),
-        ),
-        Field::DnsQryName => {
-            if let Some(m) = first(d, |l| l.dns()) {
-                join(out, m.questions().map(|q| q.name));
+        Field::PayloadLen => number_of(sink, d.payload_wire_len()),
+        Field::UdpSrcport => number_of(sink, udp().map(|h| h.src_port())),
+        Field::UdpDstport => number_of(sink, udp().map(|h| h.dst_port())),
+        Field::UdpLength => number_of(sink, udp().map(|h| h.length())),
+        Field::SctpSrcport => number_of(sink, first(d, |l| l.sctp()).map(|h| h.src_port())),
+        Field::SctpDstport => number_of(sink, first(d, |l| l.sctp()).map(|h| h.dst_port())),
+        Field::IcmpType => number_of(sink, first(d, |l| l.icmp()).map(|h| h.icmp_type())),
+        Field::IcmpCode => number_of(sink, first(d, |l| l.icmp()).map(|h| h.code())),
+        Field::Icmpv6Type => number_of(sink, first(d, |l| l.icmpv6()).map(|h| h.icmp_type())),
+        Field::DnsId => {
+            if let Some(m) = dns() {
+                sink.hex(m.id().into(), 4);
             }
-            Ok(())
+        }
+        Field::DnsResponse => flag_of(sink, dns().map(|m| m.is_response())),
+        Field::DnsQryName => {
+            if let Some(m) = dns() {
+                for q in m.questions() {
+                    sink.text(&mut |s| {
+                        let _ = write!(s, "{}", q.name);
+                    });
+                }
+            }
         }
         Field::DnsQryType => {
-            if let Some(m) = first(d, |l| l.dns()) {
-                join(out, m.questions().map(|q| q.qtype));
+            if let Some(m) = dns() {
+                m.questions().for_each(|q| sink.number(q.qtype.into()));
             }
-            Ok(())
         }
-        Field::DnsRcode => opt(
-            out,
-            first(d, |l| l.dns())
-                .filter(|m| m.is_response())
-                .map(|m| m.rcode()),
-        ),
+        Field::DnsRcode => number_of(sink, dns().filter(|m| m.is_response()).map(|m| m.rcode())),
         Field::DnsA => {
-            if let Some(m) = first(d, |l| l.dns()) {
-                join(
-                    out,
-                    records(&m).filter_map(|r| match r.data() {
-                        RData::A(a) => Some(a),
-                        _ => None,
-                    }),
-                );
+            if let Some(m) = dns() {
+                for r in records(&m) {
+                    if let RData::A(a) = r.data() {
+                        sink.addr(IpAddr::V4(a));
+                    }
+                }
             }
-            Ok(())
         }
         Field::DnsAaaa => {
-            if let Some(m) = first(d, |l| l.dns()) {
-                join(
-                    out,
-                    records(&m).filter_map(|r| match r.data() {
-                        RData::Aaaa(a) => Some(a),
-                        _ => None,
-                    }),
-                );
+            if let Some(m) = dns() {
+                for r in records(&m) {
+                    if let RData::Aaaa(a) = r.data() {
+                        sink.addr(IpAddr::V6(a));
+                    }
+                }
             }
-            Ok(())
         }
         Field::DnsCname => {
-            if let Some(m) = first(d, |l| l.dns()) {
-                join(
-                    out,
-                    records(&m).filter_map(|r| match r.data() {
-                        RData::Cname(n) => Some(n),
-                        _ => None,
-                    }),
-                );
+            if let Some(m) = dns() {
+                for r in records(&m) {
+                    if let RData::Cname(n) = r.data() {
+                        sink.text(&mut |s| {
+                            let _ = write!(s, "{n}");
+                        });
+                    }
+                }
             }
-            Ok(())
         }
         Field::DnsRespTtl => {
-            if let Some(m) = first(d, |l| l.dns()) {
-                join(
-                    out,
-                    records(&m)
-                        .filter(|r| r.rtype != crate::dns::rtype::OPT)
-                        .map(|r| r.ttl),
-                );
+            if let Some(m) = dns() {
+                records(&m)
+                    .filter(|r| r.rtype != crate::dns::rtype::OPT)
+                    .for_each(|r| sink.number(r.ttl.into()));
             }
-            Ok(())
         }
-        Field::TlsVersion => {
-            for (i, h) in tls_hellos(d).enumerate() {
-                let _ = write!(out, "{}0x{:04x}", if i > 0 { "," } else { "" }, h.version());
-            }
-            Ok(())
-        }
+        Field::TlsVersion => tls_hellos(d).for_each(|h| sink.hex(h.version().into(), 4)),
         Field::TlsSni => {
             if let Some(name) = tls_hellos(d).find_map(|h| h.server_name()) {
-                out.push_str(&String::from_utf8_lossy(name));
+                sink.text(&mut |s| s.push_str(&String::from_utf8_lossy(name)));
             }
-            Ok(())
         }
-        Field::TlsAlpn => {
-            join(
-                out,
-                tls_hellos(d)
-                    .flat_map(|h| h.alpn())
-                    .map(String::from_utf8_lossy),
-            );
-            Ok(())
-        }
+        Field::TlsAlpn => tls_hellos(d).flat_map(|h| h.alpn()).for_each(|p| {
+            sink.text(&mut |s| s.push_str(&String::from_utf8_lossy(p)));
+        }),
         Field::TlsJa3Full => {
             if let Some(h) = tls_hellos(d).find(|h| h.is_client()) {
-                h.ja3(out);
+                sink.text(&mut |s| h.ja3(s));
             }
-            Ok(())
         }
-        Field::Anomalies => {
-            join(out, d.anomalies().iter());
-            Ok(())
-        }
-    };
+        Field::Anomalies => d.anomalies().iter().for_each(|a| {
+            sink.text(&mut |s| {
+                let _ = write!(s, "{a}");
+            });
+        }),
+    }
+}
+
+fn number_of<S: FieldSink + ?Sized, T: Into<u64>>(sink: &mut S, v: Option<T>) {
+    if let Some(v) = v {
+        sink.number(v.into());
+    }
+}
+
+fn flag_of<S: FieldSink + ?Sized>(sink: &mut S, v: Option<bool>) {
+    if let Some(v) = v {
+        sink.flag(v);
+    }
 }
 
 /// The hellos of the first TCP level's payload when it starts with a TLS handshake
@@ -414,11 +487,4 @@ fn tls_hellos<'a>(d: &Decoded<'a>) -> impl Iterator<Item = tls::Hello<'a>> + use
 /// The records of every section: answers, authority, additional.
 fn records<'a>(m: &Message<'a>) -> impl Iterator<Item = Record<'a>> {
     m.answers().chain(m.authority()).chain(m.additional())
-}
-
-fn opt<T: fmt::Display>(out: &mut String, v: Option<T>) -> fmt::Result {
-    match v {
-        Some(v) => write!(out, "{v}"),
-        None => Ok(()),
-    }
 }
