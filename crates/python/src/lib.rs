@@ -32,8 +32,10 @@
 mod decoded;
 mod error;
 mod reader;
+mod tables;
 
 use pyo3::prelude::*;
+use tracekit::decode::fields::Field;
 
 pub use decoded::Decoded;
 pub use error::TraceError;
@@ -45,24 +47,22 @@ pub use reader::{Packet, Reader};
 #[pyfunction]
 #[pyo3(signature = (path, filter = None))]
 fn open(path: std::path::PathBuf, filter: Option<&str>) -> PyResult<Reader> {
-    Reader::open(&path_str(&path)?, filter)
-}
-
-/// A path as tracekit takes it (UTF-8).
-fn path_str(path: &std::path::Path) -> PyResult<String> {
-    path.to_str().map(str::to_string).ok_or_else(|| {
-        pyo3::exceptions::PyValueError::new_err(format!("{}: not a UTF-8 path", path.display()))
-    })
+    Reader::open(&tables::path_str(&path)?, filter)
 }
 
 /// The extension module (`tracekit._tracekit`; the `tracekit` package re-exports it).
 #[pymodule]
 fn _tracekit(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(open, m)?)?;
+    m.add_function(wrap_pyfunction!(tables::fields, m)?)?;
+    m.add_function(wrap_pyfunction!(tables::fields_reader, m)?)?;
+    m.add_function(wrap_pyfunction!(tables::flows, m)?)?;
     m.add_class::<Reader>()?;
     m.add_class::<Packet>()?;
     m.add_class::<Decoded>()?;
     m.add("TraceError", m.py().get_type::<TraceError>())?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    let names: Vec<&str> = Field::ALL.iter().map(|f| f.name()).collect();
+    m.add("FIELD_NAMES", names)?;
     Ok(())
 }
