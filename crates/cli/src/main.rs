@@ -9,6 +9,8 @@ mod convert;
 mod diff;
 mod dump;
 mod ends;
+#[cfg(feature = "export")]
+mod export;
 mod fields;
 mod flows;
 mod follow;
@@ -62,6 +64,8 @@ enum Command {
     Report(report::ReportArgs),
     Top(top::TopArgs),
     Replay(replay::ReplayArgs),
+    #[cfg(feature = "export")]
+    Export(export::ExportArgs),
 }
 
 /// How a command ended, for the exit status: 0 success, 1 a trace or output problem
@@ -102,6 +106,8 @@ fn main() -> ExitCode {
         Command::Report(args) => report::run(args),
         Command::Top(args) => top::run(args),
         Command::Replay(args) => replay::run(args),
+        #[cfg(feature = "export")]
+        Command::Export(args) => export::run(args),
     };
     match result {
         Ok(Outcome::Ok) => ExitCode::SUCCESS,

@@ -105,6 +105,10 @@ pub enum ExportError {
         /// The cause.
         source: ParquetError,
     },
+    /// A ready batch was handed to a partitioned export (which splits rows by time
+    /// itself), or a batch's schema is not the export's.
+    #[error("{0}")]
+    Unsupported(&'static str),
     /// A partitioned export's directory exists and is not empty.
     #[error("{}: output directory exists and is not empty (a partitioned export needs a new or empty directory)", path.display())]
     DirectoryNotEmpty {
@@ -300,6 +304,25 @@ impl ParquetExport {
         Ok(())
     }
 
+    /// Writes a batch made by a [`PacketBatcher`] or [`FlowBatcher`] with this export's
+    /// schema (e.g. on worker threads), as it is: for an unpartitioned export only.
+    pub fn push_batch(&mut self, batch: &RecordBatch) -> Result<(), ExportError> {
+        if self.options.partition.is_some() {
+            return Err(ExportError::Unsupported(
+                "a partitioned export takes rows one by one (it splits them by time)",
+            ));
+        }
+        if batch.schema() != self.schema {
+            return Err(ExportError::Unsupported(
+                "the batch's columns are not the export's",
+            ));
+        }
+        let i = self.part_for(None)?;
+        let part = &mut self.open[i];
+        part.count += batch.num_rows() as u64;
+        write(part, batch)
+    }
+
     /// Completes every file and gives each its final name.
     pub fn finish(self) -> Result<ExportSummary, ExportError> {
         self.close_all(true)
@@ -371,7 +394,7 @@ impl ParquetExport {
             source,
         })?;
         let writer = ArrowWriter::try_new(
-            BufWriter::with_capacity(1 << 20, file),
+            BufWriter::with_capacity(1 << 16, file),
             self.schema.clone(),
             Some(self.props.clone()),
         )

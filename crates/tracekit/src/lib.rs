@@ -284,6 +284,8 @@
 //! | `live` | on | `afpacket:`/`ring:` URIs in [`open`], [`open_members`], the [`live`] module (`tracekit-afpacket`) | Linux (elsewhere the feature adds nothing and live URIs are refused); `CAP_NET_RAW` or root to capture. Nothing to build. |
 //! | `libpcap` | off | compiling tcpdump expressions: [`Source::with_filter`], [`Filter::new`] (`tracekit-filter/libpcap`) | at run time only: the libpcap shared library (`libpcap.so.0.8`, Debian's `libpcap0.8`; or the file named by `TRACEKIT_LIBPCAP`), loaded with `dlopen`. Nothing to build or link. |
 //!
+//! | `export` | off | the [`export`] module (`tracekit-export`): Arrow record batches of packets and flows, Parquet files with Hive time partitions | nothing; arrow-rs and parquet build slowly, hence a feature |
+//!
 //! With neither feature: pcap, pcapng and ERF reading and writing, the five codecs, the
 //! decoder, the BPF virtual machine and [`parallel`]. Building needs a C compiler, since
 //! the zstd, bzip2, xz and libdeflate codecs are compiled from bundled sources.
@@ -333,6 +335,9 @@ pub use tracekit_core::{
 /// transmit sinks.
 #[cfg(feature = "dag")]
 pub use tracekit_dag as dag;
+/// Packets and flow records as Arrow batches and Parquet files (feature `export`).
+#[cfg(feature = "export")]
+pub use tracekit_export as export;
 pub use tracekit_filter::Filter;
 pub use tracekit_io::{Compression, ReadMode};
 pub use {
