@@ -1,5 +1,5 @@
 //! `tracekit.fields()`, `tracekit.fields_reader()` and `tracekit.flows()`: Arrow record
-//! batches built in Rust by tracekit-export's batchers, handed to pyarrow through the
+//! batches built in Rust by tracekit-export's batchers (`tracekit::export`), handed to pyarrow through the
 //! Arrow C data interface (the columns are not copied).
 
 use std::path::PathBuf;
@@ -13,9 +13,9 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use tracekit::decode::Decoded;
 use tracekit::decode::fields::Field;
+use tracekit::export::{FlowBatcher, PacketBatcher};
 use tracekit::flow::{FlowConfig, FlowTable, KeyOptions};
 use tracekit::{CaptureSource, Filter, Source};
-use tracekit_export::{FlowBatcher, PacketBatcher};
 
 use crate::error::{compile_filter, trace_error};
 

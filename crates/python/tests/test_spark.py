@@ -112,3 +112,31 @@ def test_raw_traces_job_equals_cli(spark, cli, traces):
         key = lambda r: (r["proto"], r["src_addr"], r["src_port"], r["dst_addr"], r["dst_port"], r["packets"], r["bytes"], r["state"])  # noqa: E731
         assert Counter(map(key, ours)) == Counter(map(key, theirs)), p
     assert_flows_report_equal(report, flows_report_of(every))
+
+
+def export(cli, *args):
+    subprocess.run([cli, "export", *args], check=True, capture_output=True)
+
+
+def test_parquet_reports_job_equals_cli(spark, cli, traces, tmp_path):
+    from parquet_reports import run
+    from reports import PORTS_FIELDS
+
+    packets, flows = tmp_path / "packets", tmp_path / "flows"
+    packets.mkdir()
+    flows.mkdir()
+    for i, p in enumerate(traces):
+        export(cli, "--parquet", str(packets / f"part-{i}.parquet"), p)
+        export(cli, "--flows", "--parquet", str(flows / f"part-{i}.parquet"), p)
+    rows, counts, report = run(spark, str(packets), str(flows))
+    want_rows, want_counts = cli_ports(cli, traces)
+    assert_ports_equal(rows, counts, want_rows, want_counts)
+    assert_flows_report_equal(report, flows_report_of([r for p in traces for r in cli_flows(cli, p)]))
+
+    # The same packets as one Hive-style export partitioned by day (the traces span
+    # 2004 to 2020): Spark reads the date=... directories as a column.
+    by_day = tmp_path / "by-day"
+    export(cli, "--partition", "day", "-e", "frame.time_epoch", *sum((["-e", f] for f in PORTS_FIELDS), []), "--parquet", str(by_day), *traces)
+    assert len(list(by_day.glob("date=*"))) > 3
+    rows, counts, _ = run(spark, str(by_day), None)
+    assert_ports_equal(rows, counts, want_rows, want_counts)
