@@ -2,7 +2,6 @@
 equal `tracekit ports --json` and `tracekit flows --json` on the same files."""
 
 import json
-import os
 import subprocess
 import sys
 from collections import Counter, defaultdict
@@ -29,8 +28,7 @@ FILES = [
 
 @pytest.fixture(scope="module")
 def spark():
-    if not os.environ.get("JAVA_HOME") and subprocess.run(["which", "java"], capture_output=True).returncode:
-        pytest.skip("no Java for Spark")
+    need("java")
     from parquet_reports import session
 
     s = session("local[2]")
