@@ -10,7 +10,7 @@ import pyarrow as pa
 import pytest
 
 import tracekit
-from conftest import corpus, epoch_ns, tshark_fields
+from conftest import corpus, epoch_ns, need, tshark_fields
 
 # Files covering the decoder's ground: DNS, TLS, VLAN/QinQ, MPLS, tunnels, fragments,
 # IPv6 extension headers, SLL, radiotap, truncation, several interfaces, ERF.
@@ -202,3 +202,39 @@ def test_flows_of_several_files_and_options_equal_cli(cli):
         cli_flows(cli, "-f", "tcp", "--timeout-idle", "5", "--vlan", a),
         "options",
     )
+
+
+def test_reading_releases_the_gil(tmp_path):
+    """While fields() and flows() read a 60,000-packet trace on one thread, another
+    Python thread keeps running: it is never held up for more than a fraction of the
+    call (a call holding the GIL would stop it for the whole call)."""
+    import sys
+    import threading
+    import time
+
+    mergecap = need("mergecap")
+    big = tmp_path / "big.pcap"
+    subprocess.run(
+        [mergecap, "-a", "-F", "pcap", "-w", str(big)] + [corpus("ndpi__1kxun.pcap")] * 35,
+        check=True,
+    )
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(0.001)
+    try:
+        for call in (
+            lambda: tracekit.fields(big, ["frame.number", "ip.src", "tcp.srcport", "dns.qry.name"]),
+            lambda: tracekit.flows(big),
+        ):
+            worker = threading.Thread(target=call)
+            start = last = time.perf_counter()
+            longest = 0.0
+            worker.start()
+            while worker.is_alive():
+                now = time.perf_counter()
+                longest = max(longest, now - last)
+                last = now
+            took = time.perf_counter() - start
+            assert took > 0.05, "the trace is too small to tell"
+            assert longest < took / 3, f"held up {longest:.3f} s of {took:.3f} s"
+    finally:
+        sys.setswitchinterval(old)
