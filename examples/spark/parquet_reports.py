@@ -11,6 +11,7 @@ The reports are printed as JSON lines (`--out DIR` writes them as CSV instead).
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -22,9 +23,13 @@ from reports import flows_report, ports_report, underscored  # noqa: E402
 
 def session(master: str = "local[2]") -> SparkSession:
     """A Spark session that reads tracekit's Parquet files: their time stamps are
-    nanoseconds, which Spark reads as integers (nanosAsLong) rather than refusing."""
+    nanoseconds, which Spark reads as integers (nanosAsLong) rather than refusing. In
+    local mode the Python workers run this interpreter (with its packages)."""
+    builder = SparkSession.builder.master(master)
+    if master.startswith("local"):
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     return (
-        SparkSession.builder.master(master)
+        builder
         .appName("tracekit-parquet-reports")
         .config("spark.ui.enabled", "false")
         .config("spark.sql.legacy.parquet.nanosAsLong", "true")

@@ -13,6 +13,7 @@ Flows are those of each file on its own (a flow that crosses two files is two re
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -114,12 +115,11 @@ def main() -> None:
     ap.add_argument("paths", nargs="+", help="trace files (any format tracekit reads)")
     ap.add_argument("--master", default="local[2]")
     args = ap.parse_args()
-    spark = (
-        SparkSession.builder.master(args.master)
-        .appName("tracekit-raw-traces")
-        .config("spark.ui.enabled", "false")
-        .getOrCreate()
-    )
+    builder = SparkSession.builder.master(args.master)
+    if args.master.startswith("local"):
+        # The Python workers run this interpreter, which has tracekit and pyarrow.
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    spark = builder.appName("tracekit-raw-traces").config("spark.ui.enabled", "false").getOrCreate()
     ports_rows, ports_counts, report, _ = run(spark, [str(Path(p).resolve()) for p in args.paths])
     print(json.dumps({"ports": ports_rows, "counts": ports_counts}))
     print(json.dumps({"flows": report}))
