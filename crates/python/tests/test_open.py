@@ -207,3 +207,37 @@ def test_missing_file_and_unknown_format(tmp_path):
     junk.write_bytes(b"this is not a trace at all" * 10)
     with pytest.raises(tracekit.TraceError, match="junk.pcap"):
         tracekit.open(junk)
+
+
+TUNNEL_FILES = [
+    "zeek__tunnels__vxlan-encapsulated-http.pcap",
+    "zeek__tunnels__gre-within-gre.pcap",
+    "zeek__tunnels__geneve.pcap",
+    "zeek__tunnels__4in4.pcap",
+    "zeek__tunnels__4in6.pcap",
+    "zeek__tunnels__6in4.pcap",
+    "zeek__tunnels__6in6in6.pcap",
+]
+
+
+@pytest.mark.parametrize("name", TUNNEL_FILES)
+def test_inner_levels_equal_tshark_occurrences(name):
+    """Following `decoded.inner` from the outer header inward meets the IP source
+    addresses tshark lists (every occurrence, outermost first)."""
+    path = corpus(name)
+    theirs = tshark_fields(path, ["ip.src", "ipv6.src"], "-E", "occurrence=a", "-E", "aggregator=;")
+    ours = list(tracekit.open(path))
+    assert len(ours) == len(theirs)
+    tunnels = 0
+    for p, row in zip(ours, theirs):
+        v4, v6 = (row + [""])[:2]
+        levels = {4: [], 6: []}
+        d = p.decoded
+        while d is not None:
+            if d.ip_version:
+                levels[d.ip_version].append(d.src_addr)
+            tunnels += d.tunnel is not None
+            d = d.inner
+        assert levels[4] == [a for a in v4.split(";") if a], f"{name} packet {p.number}"
+        assert levels[6] == [a for a in v6.split(";") if a], f"{name} packet {p.number}"
+    assert tunnels > 0
