@@ -137,13 +137,16 @@ pub fn run(args: ExportArgs) -> Result<Outcome> {
     } else {
         ParquetExport::packets(&args.parquet, &fields, options)?
     };
+    // Ctrl-C stops reading; the files are then completed but keep their .partial names.
+    let stop = crate::ctrl_c_stop();
     let failure = match (args.flows, parallel) {
         (false, false) => packets(&args, &mut export)?,
         (false, true) => packets_parallel(&args, &fields, filter, &mut export)?,
         (true, false) => flows(&args, &mut export)?,
         (true, true) => flows_parallel(&args, filter, &mut export)?,
     };
-    let complete = failure.is_none();
+    let interrupted = stop.is_stopped();
+    let complete = failure.is_none() && !interrupted;
     let summary = if complete {
         export.finish()?
     } else {
@@ -151,6 +154,14 @@ pub fn run(args: ExportArgs) -> Result<Outcome> {
     };
     if args.json {
         print_json(&summary, complete)?;
+    }
+    if interrupted && failure.is_none() {
+        eprintln!(
+            "tracekit export: interrupted: {} rows written to {} left with the .partial suffix: the export is incomplete",
+            summary.rows,
+            names(&summary)
+        );
+        return Ok(Outcome::Interrupted);
     }
     match failure {
         Some((file, e, read)) => {
@@ -193,11 +204,15 @@ fn print_json(summary: &ExportSummary, complete: bool) -> Result<()> {
 
 /// One thread: every packet in file order.
 fn packets(args: &ExportArgs, export: &mut ParquetExport) -> Result<Failure> {
+    let stop = crate::ctrl_c_stop();
     let mut offset = 0u64;
     for file in &args.files {
+        if crate::ctrl_c_stop().is_stopped() {
+            break;
+        }
         let ended = each_packet(file, args.filter.as_deref(), |number, packet| {
             export.push_packet(offset + number, packet, &Decoded::new(packet))?;
-            Ok(true)
+            Ok(!stop.is_stopped())
         })?;
         if let Some(e) = ended.error {
             return Ok(Some((file.clone(), e, ended.read)));
@@ -256,6 +271,9 @@ fn packets_parallel(
 ) -> Result<Failure> {
     let mut offset = 0u64;
     for file in &args.files {
+        if crate::ctrl_c_stop().is_stopped() {
+            break;
+        }
         let mut source = crate::open_source(file)?;
         let mut error = None;
         let done = tracekit::parallel::Parallel::new(args.threads)
@@ -291,6 +309,7 @@ fn packets_parallel(
 }
 
 fn flows(args: &ExportArgs, export: &mut ParquetExport) -> Result<Failure> {
+    let stop = crate::ctrl_c_stop();
     let mut table = FlowTable::new(FlowConfig::default());
     let mut error = None;
     let mut failure = None;
@@ -303,9 +322,12 @@ fn flows(args: &ExportArgs, export: &mut ParquetExport) -> Result<Failure> {
             }
         };
         for file in &args.files {
+            if crate::ctrl_c_stop().is_stopped() {
+                break;
+            }
             let ended = each_packet(file, args.filter.as_deref(), |_, packet| {
                 table.add(packet, &mut emit);
-                Ok(true)
+                Ok(!stop.is_stopped())
             })?;
             if let Some(e) = ended.error {
                 failure = Some((file.clone(), e, ended.read));
@@ -359,6 +381,9 @@ fn flows_parallel(
 ) -> Result<Failure> {
     let mut error = None;
     for file in &args.files {
+        if crate::ctrl_c_stop().is_stopped() {
+            break;
+        }
         let mut source = crate::open_source(file)?;
         let done = tracekit::parallel::Parallel::new(args.threads)
             .stop_flag(crate::ctrl_c_stop().flag())

@@ -54,8 +54,8 @@ fields! {
     FrameTimeEpoch = "frame.time_epoch", "time stamp, seconds since the epoch with 9 decimals";
     FrameLen = "frame.len", "length on the wire";
     FrameCapLen = "frame.cap_len", "captured length";
-    FrameInterfaceId = "frame.interface_id", "interface number (pcapng interface id, ERF interface); 0 where the format has none (tshark leaves it empty there)";
-    Direction = "tracekit.direction", "inbound or outbound, where the format records it (pcapng packet flags, ERF); empty otherwise (tracekit only)";
+    FrameInterfaceId = "frame.interface_id", "interface number: the pcapng interface id within its section, the ERF interface (port); 0 where the format has none";
+    Direction = "tracekit.direction", "inbound or outbound, where the source records it (pcapng packet flags, live capture, Kuznetzov pcap); empty otherwise (tracekit only)";
     LinkType = "tracekit.link_type", "link-layer type (LINKTYPE_ number, as pcap and pcapng headers carry it; tracekit only)";
     EthSrc = "eth.src", "Ethernet source address";
     EthDst = "eth.dst", "Ethernet destination address";

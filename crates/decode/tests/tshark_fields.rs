@@ -21,6 +21,7 @@ const FIELDS: &[Field] = &[
     Field::FrameTimeEpoch,
     Field::FrameLen,
     Field::FrameCapLen,
+    Field::FrameInterfaceId,
     Field::IpSrc,
     Field::IpDst,
     Field::IpProto,
@@ -50,6 +51,7 @@ const TSHARK_FIELDS: &[&str] = &[
     "frame.time_epoch",
     "frame.len",
     "frame.cap_len",
+    "frame.interface_id",
     "ip.src",
     "ip.dst",
     "ipv6.src",
@@ -146,6 +148,11 @@ fn expected(row: &BTreeMap<&'static str, Vec<String>>, field: Field) -> String {
         Field::FrameTimeEpoch => first("frame.time_epoch"),
         Field::FrameLen => first("frame.len"),
         Field::FrameCapLen => first("frame.cap_len"),
+        // tshark shows none where the format has no interfaces (pcap) and for pcapng
+        // Simple Packet Blocks; tracekit's is 0 there (interface 0, as pcapng says).
+        Field::FrameInterfaceId => Some(first("frame.interface_id"))
+            .filter(|v| !v.is_empty())
+            .unwrap_or_else(|| "0".to_string()),
         Field::IpSrc if outer_ip == "ip" => first("ip.src"),
         Field::IpSrc if outer_ip == "ipv6" => first("ipv6.src"),
         Field::IpDst if outer_ip == "ip" => first("ip.dst"),
