@@ -246,32 +246,42 @@ pub struct Packet {
     slot: Slot,
 }
 
+impl Packet {
+    fn known_ns(&self) -> Option<u64> {
+        let ts = self.slot.meta().ts;
+        ts.is_known().then(|| ts.as_unix_nanos())
+    }
+}
+
 #[pymethods]
 impl Packet {
     /// 1-based number of the packet in its file (as Wireshark numbers frames).
     #[getter]
-    pub(crate) fn number(&self) -> u64 {
+    fn number(&self) -> u64 {
         self.slot.number()
     }
 
     /// Time stamp in nanoseconds since the Unix epoch (exact for µs and ns sources;
-    /// rounded to the nearest ns from ERF's and pcapng's binary fractions).
+    /// rounded to the nearest ns from ERF's and pcapng's binary fractions); `None` for a
+    /// packet without one (pcapng Simple Packet Block).
     #[getter]
-    fn ts_ns(&self) -> u64 {
-        self.slot.meta().ts.as_unix_nanos()
+    fn ts_ns(&self) -> Option<u64> {
+        self.known_ns()
     }
 
     /// Time stamp as seconds since the epoch (a float: about 0.2 µs precision today).
     #[getter]
-    fn timestamp(&self) -> f64 {
-        self.slot.meta().ts.as_unix_nanos() as f64 / 1e9
+    fn timestamp(&self) -> Option<f64> {
+        self.known_ns().map(|ns| ns as f64 / 1e9)
     }
 
     /// Time stamp as a timezone-aware `datetime` in UTC (microsecond precision, truncated:
     /// use `ts_ns` for the exact value).
     #[getter]
-    fn time<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDateTime>> {
-        let ns = self.slot.meta().ts.as_unix_nanos();
+    fn time<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyDateTime>>> {
+        let Some(ns) = self.known_ns() else {
+            return Ok(None);
+        };
         let secs = ns / 1_000_000_000;
         let micros = (ns % 1_000_000_000) / 1000;
         let (year, month, day) = civil_from_days((secs / 86_400) as i64);
@@ -288,6 +298,7 @@ impl Packet {
             micros as u32,
             Some(&utc),
         )
+        .map(Some)
     }
 
     /// Length on the wire, as the format recorded it.
