@@ -1,6 +1,6 @@
 //! `tracekit.fields()`, `tracekit.fields_reader()` and `tracekit.flows()`: Arrow record
-//! batches built in Rust by tracekit-export's batchers (`tracekit::export`), handed to pyarrow through the
-//! Arrow C data interface (the columns are not copied).
+//! batches built in Rust by tracekit-export's batchers (`tracekit::export`), handed to
+//! pyarrow through the Arrow C data interface (the columns are not copied).
 
 use std::path::PathBuf;
 
