@@ -58,7 +58,7 @@ def tracekit_cli() -> str:
     here if needed)."""
     explicit = os.environ.get("TRACEKIT_BIN")
     if explicit:
-        return explicit
+        return str(REPO / explicit)  # a relative path is taken from the repository root
     target = Path(os.environ.get("CARGO_TARGET_DIR", REPO / "target"))
     binary = target / "debug" / "tracekit"
     subprocess.run(
