@@ -16,7 +16,7 @@ use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use tracekit::analysis::Ports;
 use tracekit::decode::Decoded;
 use tracekit::parallel::{Emit, Parallel, Worker};
-use tracekit::{CaptureSource, Error, Packet};
+use tracekit::{Error, Packet};
 use tracekit_bench::inputs;
 
 struct Count(u64, u64);
@@ -49,7 +49,7 @@ impl Worker for Scans {
         let d = Decoded::new(p);
         if let (Some(tcp), Some(src), Some(dst)) = (d.tcp(), d.src_addr(), d.dst_addr())
             && tcp.syn()
-            && !tcp.ack_flag()
+            && !tcp.ack()
         {
             self.0.entry(src).or_default().insert((dst, tcp.dst_port()));
         }

@@ -19,7 +19,7 @@ use tracekit::erf::{ErfWriter, ErfWriterOptions};
 use tracekit::merge::{Dedup, Merge, MergeOptions};
 use tracekit::pcap::{PcapWriter, PcapWriterOptions};
 use tracekit::pcapng::{PcapngWriter, PcapngWriterOptions};
-use tracekit::{CaptureSource, CreateOptions, TsResolution};
+use tracekit::{CreateOptions, TsResolution};
 use tracekit_bench::inputs::{dir, generated, packets};
 
 fn inputs() -> [(&'static str, String); 2] {

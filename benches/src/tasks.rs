@@ -1,7 +1,7 @@
 //! The benchmark tasks, written against the public tracekit API as a user would.
 
 use tracekit::analysis::Ports;
-use tracekit::{CaptureSource, Error, ReadMode};
+use tracekit::{Error, ReadMode};
 
 /// Task T1: count packets and captured bytes.
 pub fn t1_count(uri: &str, mode: ReadMode) -> Result<(u64, u64), Error> {
@@ -62,7 +62,7 @@ pub fn t2_tcp(uri: &str) -> Result<TcpSums, Error> {
         if let Some(tcp) = d.tcp() {
             s.packets += 1;
             s.ports += u64::from(tcp.src_port()) + u64::from(tcp.dst_port());
-            s.seq += u64::from(tcp.seq());
+            s.seq += u64::from(tcp.seq_number());
             s.syn += u64::from(tcp.syn());
             s.payload += u64::from(d.payload_wire_len().unwrap_or(0));
         }

@@ -30,7 +30,7 @@ CORPUS_FILES = [
     "zeek__ipv6-fragmented-dns.pcap",
 ]
 # tshark prints these in hex; the export stores integers.
-HEX = {"eth.type", "ip.id", "tcp.flags", "dns.id", "tls.handshake.version"}
+HEX = {"eth.type", "ip.id", "tcp.flags", "dns.id", "tls.handshake.version", "gtp.teid", "quic.version"}
 
 
 def tracekit_bin():
@@ -88,7 +88,9 @@ def render(name, value):
     if isinstance(value, bool):
         return "1" if value else "0"
     if isinstance(value, int):
-        return f"0x{value:04x}" if name in HEX else str(value)
+        # tshark's width: 8 hex digits for 32-bit identifiers, 4 for the rest.
+        width = 8 if name in ("gtp.teid", "quic.version") else 4
+        return f"0x{value:0{width}x}" if name in HEX else str(value)
     return str(value)
 
 

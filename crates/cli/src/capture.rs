@@ -5,9 +5,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 use clap::{Args, ValueEnum};
-use tracekit::{
-    CaptureSource, Cut, Format, InputFiles, LinkType, Packet, PartFailure, PartNames, PartWriter,
-};
+use tracekit::{Cut, Format, InputFiles, LinkType, Packet, PartFailure, PartNames, PartWriter};
 use tracekit_afpacket::{
     AfPacket, FanoutGroup, FanoutSpec, GroupId, KernelFilter, MemberThreads, Polled, RingStats,
     StopHandle,

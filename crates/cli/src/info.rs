@@ -5,7 +5,7 @@ use std::io::Write;
 use anyhow::Result;
 use clap::Args;
 use serde::Serialize;
-use tracekit::{CaptureSource, Summary};
+use tracekit::Summary;
 
 use crate::Outcome;
 use crate::progress::Progress;

@@ -3,7 +3,7 @@
 //! tcpdump filter and a progress bar on a terminal.
 
 use anyhow::{Context, Result};
-use tracekit::{CaptureSource, Filter, Packet};
+use tracekit::{Filter, Packet};
 
 use crate::progress::Progress;
 

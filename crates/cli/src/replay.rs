@@ -6,7 +6,6 @@ use std::time::Instant;
 use anyhow::{Context, Result};
 use clap::Args;
 use serde::Serialize;
-use tracekit::CaptureSource;
 use tracekit::decode::{Decoded, LinkKind};
 use tracekit::replay::Pacer;
 use tracekit_afpacket::Injector;

@@ -5,7 +5,7 @@ use std::io::Write;
 use anyhow::{Context, Result, bail};
 use clap::Args;
 use serde::Serialize;
-use tracekit::{CaptureSource, Cut, Format, InputFiles, PartNames, PartWriter};
+use tracekit::{Cut, Format, InputFiles, PartNames, PartWriter};
 
 use crate::Outcome;
 use crate::output::{self, OutputArgs};

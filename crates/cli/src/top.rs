@@ -12,8 +12,8 @@ use ratatui::text::Line;
 use ratatui::widgets::{Block, Row, Table};
 use ratatui::{DefaultTerminal, Frame};
 use serde::Serialize;
+use tracekit::Timestamp;
 use tracekit::analysis::{Snapshot, Top, TopBy, TopKey};
-use tracekit::{CaptureSource, Timestamp};
 
 use crate::Outcome;
 use crate::timefmt;
@@ -34,6 +34,8 @@ pub struct TopArgs {
     /// Trace file or live source (`afpacket:IFACE`).
     source: String,
     /// Rank flows (5-tuples, both directions together) or endpoints (IP addresses).
+    /// Non-first fragments and cut TCP/UDP headers have no ports: they count in the
+    /// totals, under no flow.
     #[arg(long, value_enum, default_value_t = By::Flows)]
     by: By,
     /// Interval in seconds.

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use tracekit::decode::{Decoded, ethertype};
-use tracekit::{CaptureSource, CreateOptions, LinkType, Meta, Packet, Timestamp, TsResolution};
+use tracekit::{CreateOptions, LinkType, Meta, Packet, Timestamp, TsResolution};
 use tracekit_testdata::builder::{Ethernet, Icmp, Icmpv6, Ipv4, Ipv6, PacketBuilder, Tcp, Udp};
 use tracekit_testdata::{corpus, have, tshark_fields};
 

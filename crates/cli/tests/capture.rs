@@ -6,7 +6,6 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use tracekit::CaptureSource;
 use tracekit_afpacket::{Injector, enter_netns};
 use tracekit_testdata::builder::{Ethernet, Ipv4, PacketBuilder, Udp};
 use tracekit_testdata::netns::{VethPair, is_root};

@@ -37,12 +37,20 @@ const HEX: &[&str] = &[
     "tcp.flags",
     "dns.id",
     "tls.handshake.version",
+    "gtp.teid",
+    "quic.version",
 ];
 
 fn scalar(name: &str, a: &dyn Array, i: usize) -> String {
     let int = |v: u64| {
         if HEX.contains(&name) {
-            format!("0x{v:04x}")
+            // tshark's width: 8 hex digits for 32-bit identifiers, 4 for the rest.
+            let digits = if matches!(name, "gtp.teid" | "quic.version") {
+                8
+            } else {
+                4
+            };
+            format!("0x{v:0digits$x}")
         } else {
             v.to_string()
         }

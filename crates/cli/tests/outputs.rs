@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use tracekit::{CaptureSource, CreateOptions, LinkType, Meta, Packet, Timestamp};
+use tracekit::{CreateOptions, LinkType, Meta, Packet, Timestamp};
 use tracekit_testdata::{corpus, have, manifest, oracles_required};
 
 fn tracekit() -> Command {

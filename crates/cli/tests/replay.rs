@@ -6,7 +6,7 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use tracekit::{CaptureSource, CreateOptions, LinkType, Meta, Packet, Timestamp, TsResolution};
+use tracekit::{CreateOptions, LinkType, Meta, Packet, Timestamp, TsResolution};
 use tracekit_testdata::builder::{Ethernet, Ipv4, PacketBuilder, Udp};
 use tracekit_testdata::netns::{VethPair, is_root};
 

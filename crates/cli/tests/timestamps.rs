@@ -5,7 +5,7 @@
 use std::path::Path;
 use std::process::Command;
 
-use tracekit::{CaptureSource, CreateOptions, LinkType, Meta, Packet, Timestamp, TsResolution};
+use tracekit::{CreateOptions, LinkType, Meta, Packet, Timestamp, TsResolution};
 use tracekit_testdata::{corpus, epoch_ns, have, tshark_fields};
 
 fn tracekit() -> Command {

@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
-use tracekit::{CaptureSource, CreateOptions, LinkType, Meta, Packet, Timestamp};
+use tracekit::{CreateOptions, LinkType, Meta, Packet, Timestamp};
 use tracekit_testdata::builder::{Ethernet, Ipv4, PacketBuilder, Tcp, Udp};
 use tracekit_testdata::{corpus, have, tshark_frames};
 

@@ -165,6 +165,19 @@ impl Error {
         &self.0.kind
     }
 
+    /// Whether this is the operating system's "not found": a missing file, or a
+    /// network interface that does not exist.
+    ///
+    /// ```
+    /// use tracekit_core::Error;
+    /// let e = Error::from(std::io::Error::from(std::io::ErrorKind::NotFound));
+    /// assert!(e.is_not_found());
+    /// assert!(!Error::invalid_argument("no").is_not_found());
+    /// ```
+    pub fn is_not_found(&self) -> bool {
+        matches!(&self.0.kind, ErrorKind::Io(e) if e.kind() == io::ErrorKind::NotFound)
+    }
+
     /// The file, if known.
     pub fn path(&self) -> Option<&Path> {
         self.0.path.as_deref()

@@ -50,4 +50,4 @@ pub use packet::{Direction, Meta, OwnedPacket, Packet, PacketKind, PacketOptions
 pub const MAX_SNAPLEN: u32 = 262_144;
 pub use record::{Record, RecordFormat, TraceInfo};
 pub use source::{CaptureSink, CaptureSource, SinkReport, Stats};
-pub use timestamp::{Timestamp, TsResolution};
+pub use timestamp::{TimeOutOfRange, Timestamp, TsResolution};

@@ -20,11 +20,15 @@ pub enum PacketKind {
     /// A captured packet, starting at its link-layer header.
     #[default]
     Data,
-    /// A metadata record (ERF META, pcapng non-packet blocks) handed out on request.
-    Meta,
+    /// A meta record (ERF META provenance, pcapng non-packet blocks) handed out on
+    /// request (the facade's `MetaRecords` option). Not to be confused with [`Meta`],
+    /// every packet's time stamp, lengths and link type.
+    MetaRecord,
 }
 
-/// Everything known about a packet apart from its bytes. `Copy`, 40 bytes.
+/// Everything known about a packet apart from its bytes (its metadata): time stamp,
+/// lengths, link type, interface, direction. `Copy`, 40 bytes. A record that *is*
+/// metadata (ERF META, pcapng non-packet blocks) is a [`PacketKind::MetaRecord`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Meta {
     /// When the packet was captured.

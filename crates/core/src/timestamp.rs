@@ -15,6 +15,8 @@
 
 use std::cmp::Ordering;
 use std::fmt;
+use std::ops::{Add, Sub};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// The resolution a time stamp was recorded with, remembered so that a writer can pick an
 /// output resolution that keeps every time stamp exact.
@@ -317,6 +319,148 @@ impl Timestamp {
     }
 }
 
+/// Conversions with `std::time`: a [`Timestamp`] is an instant since the Unix epoch, so it
+/// converts to and from [`SystemTime`] and a [`Duration`] since the epoch, and the
+/// difference of two time stamps is a [`Duration`].
+///
+/// ```
+/// use std::time::{Duration, SystemTime, UNIX_EPOCH};
+/// use tracekit_core::Timestamp;
+///
+/// let first = Timestamp::from_micros(1_700_000_000, 250_000);
+/// let last = Timestamp::from_nanos(1_700_000_003, 500_000_000);
+/// assert_eq!(last - first, Duration::from_millis(3_250));
+/// assert_eq!(first.duration_since(last), Duration::ZERO); // saturates, as Instant does
+/// assert_eq!(first.checked_duration_since(last), None);
+/// assert_eq!(first + Duration::from_millis(3_250), last);
+///
+/// let when = SystemTime::try_from(last).unwrap();
+/// assert_eq!(when, UNIX_EPOCH + Duration::new(1_700_000_003, 500_000_000));
+/// assert_eq!(Timestamp::try_from(when).unwrap(), last);
+/// assert_eq!(Timestamp::from(Duration::from_secs(7)).since_epoch(), Duration::from_secs(7));
+/// ```
+impl Timestamp {
+    /// The time since the epoch, to the nanosecond (a binary fraction rounds to the nearest
+    /// nanosecond, as [`Timestamp::split`] does).
+    pub fn since_epoch(self) -> Duration {
+        let (secs, nanos) = self.split(TsResolution::NANO);
+        Duration::new(secs, nanos as u32)
+    }
+
+    /// `self - earlier`, or `None` when `earlier` is later.
+    pub fn checked_duration_since(self, earlier: Timestamp) -> Option<Duration> {
+        let d = self
+            .as_unix_nanos_wide()
+            .checked_sub(earlier.as_unix_nanos_wide())?;
+        Some(Duration::new(
+            (d / 1_000_000_000) as u64,
+            (d % 1_000_000_000) as u32,
+        ))
+    }
+
+    /// `self - earlier`, zero when `earlier` is later (as [`std::time::Instant`] does).
+    /// [`Timestamp::nanos_since`] gives a signed difference.
+    pub fn duration_since(self, earlier: Timestamp) -> Duration {
+        self.checked_duration_since(earlier)
+            .unwrap_or(Duration::ZERO)
+    }
+
+    /// `self + d`, or `None` past the last representable second. The resolution stays
+    /// that of `self`.
+    pub fn checked_add(self, d: Duration) -> Option<Timestamp> {
+        let frac = Timestamp::from_units(0, u64::from(d.subsec_nanos()), TsResolution::NANO).frac;
+        let (frac, carry) = self.frac.overflowing_add(frac);
+        let secs = self
+            .secs
+            .checked_add(d.as_secs())?
+            .checked_add(u64::from(carry))?;
+        Some(Timestamp { secs, frac, ..self })
+    }
+
+    /// `self - d`, or `None` before the epoch. The resolution stays that of `self`.
+    pub fn checked_sub(self, d: Duration) -> Option<Timestamp> {
+        let frac = Timestamp::from_units(0, u64::from(d.subsec_nanos()), TsResolution::NANO).frac;
+        let (frac, borrow) = self.frac.overflowing_sub(frac);
+        let secs = self
+            .secs
+            .checked_sub(d.as_secs())?
+            .checked_sub(u64::from(borrow))?;
+        Some(Timestamp { secs, frac, ..self })
+    }
+}
+
+/// The difference as a [`Duration`], zero when the right side is later (see
+/// [`Timestamp::checked_duration_since`]).
+impl Sub for Timestamp {
+    type Output = Duration;
+
+    fn sub(self, earlier: Timestamp) -> Duration {
+        self.duration_since(earlier)
+    }
+}
+
+/// Later by `d`. Panics past the last representable second, as `SystemTime + Duration`
+/// does; [`Timestamp::checked_add`] does not.
+impl Add<Duration> for Timestamp {
+    type Output = Timestamp;
+
+    fn add(self, d: Duration) -> Timestamp {
+        self.checked_add(d).expect("time stamp overflow")
+    }
+}
+
+/// Earlier by `d`. Panics before the epoch; [`Timestamp::checked_sub`] does not.
+impl Sub<Duration> for Timestamp {
+    type Output = Timestamp;
+
+    fn sub(self, d: Duration) -> Timestamp {
+        self.checked_sub(d).expect("time stamp before the epoch")
+    }
+}
+
+/// A [`Duration`] since the epoch, with nanosecond resolution.
+impl From<Duration> for Timestamp {
+    fn from(d: Duration) -> Timestamp {
+        Timestamp::from_units(d.as_secs(), u64::from(d.subsec_nanos()), TsResolution::NANO)
+    }
+}
+
+/// A time the other type cannot hold: a [`SystemTime`] before the Unix epoch, or a
+/// [`Timestamp`] past the platform's last `SystemTime`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TimeOutOfRange;
+
+impl fmt::Display for TimeOutOfRange {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("time outside the range of the target type (before 1970 or too far ahead)")
+    }
+}
+
+impl std::error::Error for TimeOutOfRange {}
+
+/// With nanosecond resolution; an error before the epoch.
+impl TryFrom<SystemTime> for Timestamp {
+    type Error = TimeOutOfRange;
+
+    fn try_from(t: SystemTime) -> Result<Timestamp, TimeOutOfRange> {
+        t.duration_since(UNIX_EPOCH)
+            .map(Timestamp::from)
+            .map_err(|_| TimeOutOfRange)
+    }
+}
+
+/// To the nanosecond (see [`Timestamp::since_epoch`]); an error past the platform's last
+/// `SystemTime`.
+impl TryFrom<Timestamp> for SystemTime {
+    type Error = TimeOutOfRange;
+
+    fn try_from(t: Timestamp) -> Result<SystemTime, TimeOutOfRange> {
+        UNIX_EPOCH
+            .checked_add(t.since_epoch())
+            .ok_or(TimeOutOfRange)
+    }
+}
+
 impl PartialEq for Timestamp {
     fn eq(&self, other: &Self) -> bool {
         (self.secs, self.frac) == (other.secs, other.frac)
@@ -376,6 +520,49 @@ impl fmt::Display for Timestamp {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn std_time_round_trips() {
+        // Every resolution: through Duration and back is exact at ns and µs; an ERF
+        // fraction comes back rounded to the nearest nanosecond.
+        let t = Timestamp::from_nanos(1_600_000_000, 999_999_999);
+        assert_eq!(Timestamp::from(t.since_epoch()), t);
+        let t = Timestamp::from_micros(1_600_000_000, 1);
+        assert_eq!(Timestamp::from(t.since_epoch()), t);
+        let erf = Timestamp::from_erf((5 << 32) | 0xffff_ffff);
+        assert_eq!(erf.since_epoch(), Duration::from_secs(6)); // 0.99999999977 s rounds up
+        // Adding carries the fraction into the seconds and keeps the resolution.
+        let t = Timestamp::from_micros(10, 999_999) + Duration::from_micros(2);
+        assert_eq!((t.secs(), t.subsec_micros()), (11, 1));
+        assert_eq!(t.resolution(), TsResolution::MICRO);
+        assert_eq!(
+            t - Duration::from_micros(2),
+            Timestamp::from_micros(10, 999_999)
+        );
+        assert_eq!(
+            Timestamp::from_micros(0, 5).checked_sub(Duration::from_micros(6)),
+            None
+        );
+        assert_eq!(
+            Timestamp::from_erf(u64::MAX).checked_add(Duration::from_secs(u64::MAX)),
+            None
+        );
+        // Differences.
+        let a = Timestamp::from_nanos(100, 5);
+        let b = Timestamp::from_nanos(98, 10);
+        assert_eq!(a - b, Duration::new(1, 999_999_995));
+        assert_eq!(b - a, Duration::ZERO);
+        assert_eq!(a.nanos_since(b), 1_999_999_995);
+        // SystemTime both ways; before the epoch is an error.
+        let st = SystemTime::try_from(a).unwrap();
+        assert_eq!(
+            st.duration_since(UNIX_EPOCH).unwrap(),
+            Duration::new(100, 5)
+        );
+        assert_eq!(Timestamp::try_from(st), Ok(a));
+        let before = UNIX_EPOCH - Duration::from_secs(1);
+        assert_eq!(Timestamp::try_from(before), Err(TimeOutOfRange));
+    }
 
     #[test]
     fn carries_whole_seconds() {

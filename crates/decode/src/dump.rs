@@ -188,8 +188,8 @@ pub fn write_layers(out: &mut String, d: &Decoded<'_>, indent: &str) -> fmt::Res
             write!(
                 out,
                 "] seq {} ack {} win {} hlen {}",
-                h.seq(),
-                h.ack(),
+                h.seq_number(),
+                h.ack_number(),
                 h.window(),
                 h.header_len()
             )?;
@@ -305,6 +305,15 @@ pub fn write_layers(out: &mut String, d: &Decoded<'_>, indent: &str) -> fmt::Res
                 Tunnel::GtpU { teid } => {
                     writeln!(out, "{indent}Tunnel    GTP-U teid 0x{teid:08x}")?
                 }
+                Tunnel::Capwap { wbid, native } => writeln!(
+                    out,
+                    "{indent}Tunnel    CAPWAP data (binding {wbid}, {})",
+                    if native {
+                        "native frame"
+                    } else {
+                        "802.3 frame"
+                    }
+                )?,
             }
             if let Some(inner) = d.inner() {
                 let deeper = format!("{indent}  ");

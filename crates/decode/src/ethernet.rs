@@ -44,6 +44,8 @@ pub mod ethertype {
     pub const PPP: u16 = 0x880B;
     /// 802.1ah provider backbone bridging I-tag (a customer Ethernet header follows).
     pub const PBB: u16 = 0x88E7;
+    /// Cisco FabricPath (DCE): a 2-byte FTag/TTL, then the original Ethernet frame.
+    pub const FABRICPATH: u16 = 0x8903;
 }
 
 /// An Ethernet header whose 14 bytes were captured.

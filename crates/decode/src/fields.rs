@@ -22,7 +22,7 @@ use tracekit_core::{Direction, Packet};
 
 use crate::dns::{Message, RData, Record};
 use crate::tls;
-use crate::{Decoded, Transport};
+use crate::{Decoded, Transport, ip_proto};
 
 macro_rules! fields {
     ($( $name:ident = $text:literal, $doc:literal; )*) => {
@@ -60,7 +60,8 @@ fields! {
     EthSrc = "eth.src", "Ethernet source address";
     EthDst = "eth.dst", "Ethernet destination address";
     EthType = "eth.type", "Ethernet type field (hex; the 802.3 length for LLC frames is not shown)";
-    VlanId = "vlan.id", "VLAN ids of every tag, outermost first, comma-joined (inner tunnel levels too)";
+    VlanId = "vlan.id", "VLAN ids of the 802.1Q tags (TPID 0x8100, 0x9100), outermost first, comma-joined (inner tunnel levels too); 802.1ad S-tags are ieee8021ad.id, as in tshark";
+    Ieee8021adId = "ieee8021ad.id", "VLAN ids of the 802.1ad service tags (TPID 0x88a8), outermost first, comma-joined";
     MplsLabel = "mpls.label", "MPLS labels, top first, comma-joined";
     IpVersion = "ip.version", "IP version of the outermost IP header (4 or 6)";
     IpSrc = "ip.src", "source address of the outermost IP header (IPv4 or IPv6)";
@@ -104,6 +105,21 @@ fields! {
     TlsSni = "tls.handshake.extensions_server_name", "server name (SNI) of the TLS ClientHello";
     TlsAlpn = "tls.handshake.extensions_alpn_str", "ALPN protocol names of the TLS hellos, comma-joined";
     TlsJa3Full = "tls.handshake.ja3_full", "JA3 string of the TLS ClientHello";
+    HttpMethod = "http.request.method", "HTTP request method (a head that starts a segment on an HTTP port, or SSDP)";
+    HttpUri = "http.request.uri", "HTTP request target, as sent";
+    HttpHost = "http.host", "HTTP Host field";
+    HttpUserAgent = "http.user_agent", "HTTP User-Agent field";
+    HttpResponseCode = "http.response.code", "HTTP response status code";
+    NtpMode = "ntp.flags.mode", "NTP mode (3 client, 4 server, 6 control, ...)";
+    NtpStratum = "ntp.stratum", "NTP stratum (modes 1-5)";
+    DhcpMac = "dhcp.hw.mac_addr", "DHCP client hardware address (Ethernet)";
+    DhcpHostname = "dhcp.option.hostname", "DHCP host name option (12)";
+    DhcpType = "dhcp.option.dhcp", "DHCP message type option (53: 1 DISCOVER ... 5 ACK)";
+    GtpTeid = "gtp.teid", "GTPv1 tunnel endpoint identifier (hex)";
+    NdNsTarget = "icmpv6.nd.ns.target_address", "target address of an ICMPv6 neighbour solicitation";
+    NdNaTarget = "icmpv6.nd.na.target_address", "target address of an ICMPv6 neighbour advertisement";
+    QuicVersion = "quic.version", "QUIC version of each long-header packet of the datagram (hex), comma-joined";
+    QuicDcid = "quic.dcid", "QUIC destination connection id of each long-header packet (hex), comma-joined";
     Anomalies = "tracekit.anomalies", "decoder anomalies, comma-joined (tracekit only)";
 }
 
@@ -275,6 +291,15 @@ pub fn visit_field<'a, S: FieldSink + ?Sized>(
     // a quoted packet inside an ICMP error counts, as in tshark.
     let tcp = || first(d, |l| l.tcp());
     let udp = || first(d, |l| l.udp());
+    // Ports also from a header cut after its first 4 bytes (a short capture, the 8 bytes
+    // an ICMP error quotes), as tshark shows them.
+    let ports = |proto: u8| {
+        first(d, |l| {
+            l.transport()
+                .filter(|t| t.protocol() == proto)
+                .and_then(|t| t.ports())
+        })
+    };
     let dns = || first(d, |l| l.dns());
     match field {
         Field::FrameNumber => sink.number(number),
@@ -316,9 +341,15 @@ pub fn visit_field<'a, S: FieldSink + ?Sized>(
             // collecting.
             levels(d)
                 .filter(|l| !l.quoted)
-                .flat_map(|l| l.d.vlans().map(|v| v.id))
-                .for_each(|id| sink.number(id.into()));
+                .flat_map(|l| l.d.vlans())
+                .filter(|v| v.tpid != crate::ethertype::QINQ)
+                .for_each(|v| sink.number(v.id.into()));
         }
+        Field::Ieee8021adId => levels(d)
+            .filter(|l| !l.quoted)
+            .flat_map(|l| l.d.vlans())
+            .filter(|v| v.tpid == crate::ethertype::QINQ)
+            .for_each(|v| sink.number(v.id.into())),
         Field::MplsLabel => d.mpls_labels().for_each(|l| sink.number(l.label.into())),
         Field::IpVersion => number_of(sink, d.ip_version()),
         Field::IpSrc => {
@@ -357,10 +388,10 @@ pub fn visit_field<'a, S: FieldSink + ?Sized>(
         }
         Field::Ipv6FragOffset => number_of(sink, v6().and(d.fragment()).map(|f| f.offset / 8)),
         Field::Ipv6FragMore => flag_of(sink, v6().and(d.fragment()).map(|f| f.more)),
-        Field::TcpSrcport => number_of(sink, tcp().map(|h| h.src_port())),
-        Field::TcpDstport => number_of(sink, tcp().map(|h| h.dst_port())),
-        Field::TcpSeqRaw => number_of(sink, tcp().map(|h| h.seq())),
-        Field::TcpAckRaw => number_of(sink, tcp().map(|h| h.ack())),
+        Field::TcpSrcport => number_of(sink, ports(ip_proto::TCP).map(|p| p.0)),
+        Field::TcpDstport => number_of(sink, ports(ip_proto::TCP).map(|p| p.1)),
+        Field::TcpSeqRaw => number_of(sink, tcp().map(|h| h.seq_number())),
+        Field::TcpAckRaw => number_of(sink, tcp().map(|h| h.ack_number())),
         Field::TcpFlags => {
             if let Some(h) = tcp() {
                 sink.hex(h.flags().into(), 4);
@@ -372,8 +403,8 @@ pub fn visit_field<'a, S: FieldSink + ?Sized>(
             first(d, |l| l.tcp().and_then(|_| l.payload_wire_len())),
         ),
         Field::PayloadLen => number_of(sink, d.payload_wire_len()),
-        Field::UdpSrcport => number_of(sink, udp().map(|h| h.src_port())),
-        Field::UdpDstport => number_of(sink, udp().map(|h| h.dst_port())),
+        Field::UdpSrcport => number_of(sink, ports(ip_proto::UDP).map(|p| p.0)),
+        Field::UdpDstport => number_of(sink, ports(ip_proto::UDP).map(|p| p.1)),
         Field::UdpLength => number_of(sink, udp().map(|h| h.length())),
         Field::SctpSrcport => number_of(sink, first(d, |l| l.sctp()).map(|h| h.src_port())),
         Field::SctpDstport => number_of(sink, first(d, |l| l.sctp()).map(|h| h.dst_port())),
@@ -451,6 +482,52 @@ pub fn visit_field<'a, S: FieldSink + ?Sized>(
                 sink.text(&mut |s| h.ja3(s));
             }
         }
+        Field::HttpMethod => text_of(sink, first(d, |l| l.http()?.method())),
+        Field::HttpUri => text_of(sink, first(d, |l| l.http()?.target())),
+        Field::HttpHost => text_of(sink, first(d, |l| l.http()).and_then(|h| h.host())),
+        Field::HttpUserAgent => text_of(sink, first(d, |l| l.http()).and_then(|h| h.user_agent())),
+        Field::HttpResponseCode => number_of(sink, first(d, |l| l.http()?.status_code())),
+        Field::NtpMode => number_of(sink, first(d, |l| l.ntp()).map(|h| h.mode())),
+        Field::NtpStratum => number_of(sink, first(d, |l| l.ntp()).and_then(|h| h.stratum())),
+        Field::DhcpMac => {
+            if let Some(m) = first(d, |l| l.dhcp()).and_then(|m| m.client_mac()) {
+                sink.text(&mut |s| mac(s, m));
+            }
+        }
+        Field::DhcpHostname => text_of(sink, first(d, |l| l.dhcp()).and_then(|m| m.hostname())),
+        Field::DhcpType => number_of(sink, first(d, |l| l.dhcp()).and_then(|m| m.message_type())),
+        Field::GtpTeid => {
+            if let Some(h) = first(d, |l| l.gtp()) {
+                sink.hex(h.teid().into(), 8);
+            }
+        }
+        Field::NdNsTarget => {
+            if let Some(a) = nd_target(d, crate::icmp::nd::SOLICITATION) {
+                sink.addr(IpAddr::V6(a));
+            }
+        }
+        Field::NdNaTarget => {
+            if let Some(a) = nd_target(d, crate::icmp::nd::ADVERTISEMENT) {
+                sink.addr(IpAddr::V6(a));
+            }
+        }
+        Field::QuicVersion => {
+            if let Some(q) = first(d, |l| l.quic()) {
+                q.for_each(|h| sink.hex(h.version().into(), 8));
+            }
+        }
+        Field::QuicDcid => {
+            if let Some(q) = first(d, |l| l.quic()) {
+                // An empty connection id is no value, as in tshark.
+                for h in q.filter(|h| !h.dcid().is_empty()) {
+                    sink.text(&mut |s| {
+                        for b in h.dcid() {
+                            let _ = write!(s, "{b:02x}");
+                        }
+                    });
+                }
+            }
+        }
         Field::Anomalies => d.anomalies().iter().for_each(|a| {
             sink.text(&mut |s| {
                 let _ = write!(s, "{a}");
@@ -482,6 +559,20 @@ fn tls_hellos<'a>(d: &Decoded<'a>) -> impl Iterator<Item = tls::Hello<'a>> + use
     .filter(|(p, _)| tls::is_handshake(p));
     let (p, segment) = payload.unwrap_or((&[], 0));
     tls::hellos_in(p, segment)
+}
+
+/// Text from packet bytes (invalid UTF-8 shown as U+FFFD).
+fn text_of<S: FieldSink + ?Sized>(sink: &mut S, v: Option<&[u8]>) {
+    if let Some(v) = v {
+        sink.text(&mut |s| s.push_str(&String::from_utf8_lossy(v)));
+    }
+}
+
+/// The neighbour-discovery target of the first ICMPv6 message of type `kind`.
+fn nd_target(d: &Decoded<'_>, kind: u8) -> Option<std::net::Ipv6Addr> {
+    first(d, |l| l.icmpv6())
+        .filter(|h| h.icmp_type() == kind)
+        .and_then(|h| h.nd_target())
 }
 
 /// The records of every section: answers, authority, additional.

@@ -4,8 +4,8 @@ use std::net::IpAddr;
 
 use crate::Decoded;
 
-/// The 5-tuple of a packet. Ports are 0 for protocols without them and for non-first
-/// fragments.
+/// The 5-tuple of a packet. Ports are 0 for protocols without them; packets whose ports
+/// are unknown (non-first fragments, cut TCP/UDP/SCTP headers) have no key.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct FlowKey {
     /// Source address.
@@ -23,12 +23,25 @@ pub struct FlowKey {
 impl FlowKey {
     /// The key of a decoded packet, if it is IP (see [`Decoded::flow_key`]).
     pub(crate) fn of(d: &Decoded<'_>) -> Option<FlowKey> {
+        let protocol = d.ip_protocol()?;
+        let (src_port, dst_port) = match (d.src_port(), d.dst_port()) {
+            (Some(s), Some(p)) => (s, p),
+            _ if d.no_transport().is_some() => return None,
+            _ if matches!(
+                protocol,
+                crate::ip_proto::TCP | crate::ip_proto::UDP | crate::ip_proto::SCTP
+            ) =>
+            {
+                return None;
+            }
+            _ => (0, 0),
+        };
         Some(FlowKey {
             src: d.src_addr()?,
             dst: d.dst_addr()?,
-            src_port: d.src_port().unwrap_or(0),
-            dst_port: d.dst_port().unwrap_or(0),
-            protocol: d.ip_protocol()?,
+            src_port,
+            dst_port,
+            protocol,
         })
     }
 

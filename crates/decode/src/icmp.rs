@@ -72,6 +72,15 @@ impl<'a> IcmpHeader<'a> {
     }
 }
 
+/// Neighbour discovery (RFC 4861 §4.3–4.4).
+pub(crate) mod nd {
+    use core::ops::Range;
+    pub const SOLICITATION: u8 = 135;
+    pub const ADVERTISEMENT: u8 = 136;
+    /// The target address, after type, code, checksum and 4 reserved or flag bytes.
+    pub const TARGET: Range<usize> = 8..24;
+}
+
 /// An ICMPv6 header whose first 4 bytes were captured.
 #[derive(Clone, Copy, Debug)]
 pub struct Icmpv6Header<'a> {
@@ -116,5 +125,15 @@ impl<'a> Icmpv6Header<'a> {
     /// Whether this type quotes the offending packet (types 1–4).
     pub fn is_error(&self) -> bool {
         V6_ERROR_TYPES.contains(&self.icmp_type())
+    }
+
+    /// The target address of a neighbour solicitation (type 135) or advertisement (136)
+    /// (RFC 4861 §4.3–4.4: after 4 reserved or flag bytes), if it was captured.
+    pub fn nd_target(&self) -> Option<std::net::Ipv6Addr> {
+        if !matches!(self.icmp_type(), nd::SOLICITATION | nd::ADVERTISEMENT) {
+            return None;
+        }
+        let b: [u8; 16] = self.bytes.get(nd::TARGET)?.try_into().ok()?;
+        Some(b.into())
     }
 }

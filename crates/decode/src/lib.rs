@@ -50,17 +50,22 @@
 mod anomaly;
 mod bytes;
 mod checksum;
+pub mod dhcp;
 pub mod dns;
 pub mod dump;
 mod ethernet;
 pub mod fields;
 mod flow;
 mod gre;
+pub mod gtp;
+pub mod http;
 mod icmp;
 mod ipv4;
 mod ipv6;
 mod link;
 mod net;
+pub mod ntp;
+pub mod quic;
 mod radiotap;
 mod sctp;
 mod tcp;
@@ -83,7 +88,7 @@ pub use icmp::{IcmpHeader, Icmpv6Header};
 pub use ipv4::{Ipv4Header, OptionIter};
 pub use ipv6::{ExtHeader, ExtIter, Ipv6Header, ext as ipv6_ext};
 pub use link::{Framing, LinkKind, LinkLayer};
-pub use net::{Fragment, Layer3};
+pub use net::{Fragment, Layer3, NoTransport};
 pub use radiotap::RadioTap;
 pub use sctp::SctpHeader;
 pub use tcp::{SackBlocks, TcpHeader, TcpOption, TcpOptions, flags as tcp_flags};
@@ -351,10 +356,53 @@ impl<'a> Decoded<'a> {
     }
 
     /// The transport layer, if the network layer leads to one (not for non-first
-    /// fragments).
+    /// fragments); [`Decoded::no_transport`] says why when there is none. A header cut
+    /// by the capture is [`Transport::Truncated`].
     pub fn transport(&self) -> Option<Transport<'a>> {
         let (n, b) = self.l4()?;
         Some(self.noting(|an| transport::classify(&n, b, an)))
+    }
+
+    /// Why [`Decoded::transport`] is `None`: `None` when the packet has a transport layer.
+    ///
+    /// ```
+    /// use tracekit_core::{LinkType, Meta, Packet, Timestamp};
+    /// use tracekit_decode::{Decoded, NoTransport};
+    ///
+    /// // IPv4 (raw IP link type), UDP, fragment offset 185 (1,480 bytes), 20 data bytes.
+    /// let mut ip = vec![0x45, 0, 0, 40, 0, 1, 0, 185, 64, 17, 0, 0, 10, 0, 0, 1, 10, 0, 0, 2];
+    /// ip.extend([0u8; 20]);
+    /// let packet = Packet::new(&ip, Meta::new(Timestamp::ZERO, 40, LinkType::RAW));
+    /// let d = Decoded::new(&packet);
+    /// assert!(d.transport().is_none());
+    /// assert_eq!(d.no_transport(), Some(NoTransport::NonFirstFragment));
+    /// assert_eq!(d.fragment_payload_len(), Some(20));
+    /// assert_eq!(d.flow_key(), None); // no ports to key on: not lumped under port 0
+    /// ```
+    pub fn no_transport(&self) -> Option<NoTransport> {
+        let n = self.net();
+        match n.l4 {
+            L4State::Present => None,
+            L4State::Fragment => Some(NoTransport::NonFirstFragment),
+            L4State::Absent => Some(match n.version {
+                0 => match self.link_info().ethertype {
+                    ethertype::IPV4 | ethertype::IPV6 => NoTransport::IpHeaderCut,
+                    _ => NoTransport::NotIp,
+                },
+                6 if n.proto == ipv6::ext::NO_NEXT => NoTransport::NoNextHeader,
+                _ => NoTransport::ExtensionHeadersCut,
+            }),
+        }
+    }
+
+    /// The bytes of the datagram this fragment carries, as its IP header declares them
+    /// (captured or not; after the IPv6 fragment header), if the packet is a fragment
+    /// whose headers were captured. For a first fragment that includes the transport
+    /// header.
+    pub fn fragment_payload_len(&self) -> Option<u32> {
+        let n = self.net();
+        n.frag?;
+        (n.l4 != L4State::Absent).then(|| n.segment_len() as u32)
     }
 
     /// The TCP header, if this is a TCP packet (first fragment or unfragmented) with its
@@ -401,7 +449,10 @@ impl<'a> Decoded<'a> {
         transport::payload_wire_len(&n, b, || self.payload_range())
     }
 
-    /// The 5-tuple, if the packet is IP (ports 0 where there are none).
+    /// The 5-tuple, if the packet is IP and its ports are known: `None` for non-first
+    /// fragments and for TCP, UDP and SCTP packets whose ports the capture cut, so that
+    /// a flow table never lumps those under port 0. Protocols without ports (ICMP, GRE,
+    /// ESP, ...) have ports 0.
     pub fn flow_key(&self) -> Option<FlowKey> {
         FlowKey::of(self)
     }
@@ -491,5 +542,43 @@ impl<'a> Decoded<'a> {
     pub fn dns(&self) -> Option<dns::Message<'a>> {
         let (sp, dp) = (self.src_port()?, self.dst_port()?);
         dns::in_transport(self.net().proto, sp, dp, self.payload()?)
+    }
+
+    /// The HTTP/1.x head that starts a TCP payload (any port: recognised by its start
+    /// line) or an SSDP datagram: see [`http`].
+    pub fn http(&self) -> Option<http::Head<'a>> {
+        let (sp, dp) = (self.src_port()?, self.dst_port()?);
+        http::in_transport(self.net().proto, sp, dp, self.payload()?)
+    }
+
+    /// The NTP header of a UDP datagram to or from port 123 (see [`ntp`]).
+    pub fn ntp(&self) -> Option<ntp::NtpHeader<'a>> {
+        let (sp, dp) = (self.src_port()?, self.dst_port()?);
+        ntp::in_transport(self.net().proto, sp, dp, self.payload()?)
+    }
+
+    /// The DHCP/BOOTP message of a UDP datagram on ports 67, 68 or 4011 (see [`dhcp`]).
+    pub fn dhcp(&self) -> Option<dhcp::DhcpMessage<'a>> {
+        let (sp, dp) = (self.src_port()?, self.dst_port()?);
+        dhcp::in_transport(self.net().proto, sp, dp, self.payload()?)
+    }
+
+    /// The QUIC long-header packets a UDP datagram starts with (any port: recognised by
+    /// the header form and a known version, as tshark's QUIC heuristic does; see
+    /// [`quic`]). `None` when the first is not one.
+    pub fn quic(&self) -> Option<quic::LongHeaders<'a>> {
+        if self.net().proto != ip_proto::UDP {
+            return None;
+        }
+        self.udp()?;
+        let headers = quic::long_headers(self.payload()?);
+        headers.clone().next()?;
+        Some(headers)
+    }
+
+    /// The GTPv1 header of a UDP datagram on ports 2123 or 2152 (see [`gtp`]).
+    pub fn gtp(&self) -> Option<gtp::GtpHeader<'a>> {
+        let (sp, dp) = (self.src_port()?, self.dst_port()?);
+        gtp::in_transport(self.net().proto, sp, dp, self.payload()?)
     }
 }

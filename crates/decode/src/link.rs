@@ -45,6 +45,9 @@ mod null {
 mod cisco_hdlc {
     pub const PROTOCOL: usize = 2;
     pub const LEN: usize = 4;
+    pub const UNICAST: u8 = 0x0F;
+    pub const BROADCAST: u8 = 0x8F;
+    pub const CONTROL: u8 = 0x00;
 }
 
 /// PPP in HDLC-like framing: optional address 0xFF and control 0x03.
@@ -136,6 +139,13 @@ mod pbb {
     pub const LEN: usize = 18;
 }
 
+/// Cisco FabricPath after its EtherType: FTag (10 bits) and TTL (6 bits), then the
+/// original frame's destination, source and EtherType.
+mod fabricpath {
+    pub const NEXT_TYPE: usize = 14;
+    pub const LEN: usize = 16;
+}
+
 /// PPPoE session header, then the PPP protocol.
 mod pppoe {
     /// The session's payload length (from the PPP protocol on), RFC 2516.
@@ -152,6 +162,10 @@ pub enum Framing {
     Link(LinkType),
     /// Bytes that start with the protocol this EtherType names (GRE and Geneve payloads).
     Ethertype(u16),
+    /// An 802.11 frame whose two frame-control bytes are swapped, as Cisco access points
+    /// send them in CAPWAP data channels (Wireshark swaps them back by default:
+    /// `capwap.swap_fc`).
+    Ieee80211SwappedFc,
 }
 
 /// What sits at the start of the link layer proper.
@@ -269,6 +283,7 @@ pub(crate) fn walk(b: &[u8], framing: Framing, an: &mut Anomalies) -> LinkInfo {
             }
             return chain(b, et, 0, li, an);
         }
+        Framing::Ieee80211SwappedFc => return ieee80211(b, 0, li, an, true),
         Framing::Link(l) => l,
     };
     match link {
@@ -340,7 +355,7 @@ pub(crate) fn walk(b: &[u8], framing: Framing, an: &mut Anomalies) -> LinkInfo {
                 }
             }
         }
-        LinkType::IEEE802_11 => ieee80211(b, 0, li, an),
+        LinkType::IEEE802_11 => ieee80211(b, 0, li, an, false),
         LinkType::IEEE802_11_RADIOTAP => {
             let Some(rt) = RadioTap::parse(b) else {
                 if b.len() < radiotap::field::FIXED_LEN
@@ -356,10 +371,10 @@ pub(crate) fn walk(b: &[u8], framing: Framing, an: &mut Anomalies) -> LinkInfo {
             if rt.flags.is_some_and(|f| f & FLAG_FCS != 0) {
                 li.end = li.end.saturating_sub(FCS_LEN).max(u32::from(rt.len));
             }
-            ieee80211(b, usize::from(rt.len), li, an)
+            ieee80211(b, usize::from(rt.len), li, an, false)
         }
         LinkType::IEEE802_11_PRISM => match prism_len(b) {
-            Some(n) => ieee80211(b, n, li, an),
+            Some(n) => ieee80211(b, n, li, an, false),
             None => {
                 an.insert(if b.len() < prism::LEN {
                     Anomaly::MetaTruncated
@@ -460,6 +475,22 @@ fn llc(b: &[u8], off: usize, mut li: LinkInfo, an: &mut Anomalies) -> LinkInfo {
 
 fn ppp(b: &[u8], mut off: usize, mut li: LinkInfo, an: &mut Anomalies) -> LinkInfo {
     li.l2_off = off as u32;
+    // Cisco HDLC framing in a capture labelled PPP (address 0x0F unicast or 0x8F
+    // broadcast, control 0): an EtherType follows, as Wireshark detects it.
+    if matches!(
+        u8_at(b, off),
+        Some(cisco_hdlc::UNICAST | cisco_hdlc::BROADCAST)
+    ) && u8_at(b, off + 1) == Some(cisco_hdlc::CONTROL)
+    {
+        li.kind = LinkKind::CiscoHdlc;
+        return match be16(b, off + cisco_hdlc::PROTOCOL) {
+            Some(et) => chain(b, et, off + cisco_hdlc::LEN, li, an),
+            None => {
+                an.insert(Anomaly::LinkTruncated);
+                li
+            }
+        };
+    }
     if u8_at(b, off) == Some(ppp_hdlc::ADDRESS) && u8_at(b, off + 1) == Some(ppp_hdlc::CONTROL) {
         off += ppp_hdlc::LEN;
     }
@@ -486,16 +517,25 @@ fn ppp(b: &[u8], mut off: usize, mut li: LinkInfo, an: &mut Anomalies) -> LinkIn
     }
 }
 
-fn ieee80211(b: &[u8], off: usize, mut li: LinkInfo, an: &mut Anomalies) -> LinkInfo {
+fn ieee80211(
+    b: &[u8],
+    off: usize,
+    mut li: LinkInfo,
+    an: &mut Anomalies,
+    swapped_fc: bool,
+) -> LinkInfo {
     li.kind = LinkKind::Ieee80211;
     li.l2_off = off as u32;
-    let (Some(fc0), Some(fc1)) = (
+    let (Some(mut fc0), Some(mut fc1)) = (
         u8_at(b, off + ieee80211::FC0),
         u8_at(b, off + ieee80211::FC1),
     ) else {
         an.insert(Anomaly::LinkTruncated);
         return li;
     };
+    if swapped_fc {
+        std::mem::swap(&mut fc0, &mut fc1);
+    }
     let ftype = (fc0 >> 2) & 3;
     let subtype = fc0 >> 4;
     if ftype != ieee80211::TYPE_DATA
@@ -701,6 +741,15 @@ pub(crate) fn chain(
                 et = next;
                 off += pbb::LEN;
             }
+            ethertype::FABRICPATH => {
+                let Some(next) = be16(b, off + fabricpath::NEXT_TYPE) else {
+                    an.insert(Anomaly::LinkTruncated);
+                    et = 0;
+                    break;
+                };
+                et = next;
+                off += fabricpath::LEN;
+            }
             ethertype::PPPOE_SESSION => {
                 let Some(proto) = be16(b, off + pppoe::PPP_PROTOCOL) else {
                     an.insert(Anomaly::PppoeTruncated);
@@ -811,6 +860,11 @@ impl Iterator for ShimWalk<'_> {
             ethertype::PBB => {
                 self.et = be16(self.b, self.off + pbb::NEXT_TYPE)?;
                 self.off += pbb::LEN;
+                self.next()
+            }
+            ethertype::FABRICPATH => {
+                self.et = be16(self.b, self.off + fabricpath::NEXT_TYPE)?;
+                self.off += fabricpath::LEN;
                 self.next()
             }
             ethertype::PPPOE_SESSION => {

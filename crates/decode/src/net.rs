@@ -56,6 +56,29 @@ pub(crate) enum L4State {
     Fragment,
 }
 
+/// Why a packet has no transport header (see
+/// [`Decoded::no_transport`](crate::Decoded::no_transport)). A transport header that *is*
+/// there but was cut by the capture is not among these: it is a
+/// [`Transport::Truncated`](crate::Transport::Truncated).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum NoTransport {
+    /// The link layer does not lead to IPv4 or IPv6 (ARP, LLC, an unknown EtherType, an
+    /// 802.11 management frame, ...).
+    NotIp,
+    /// The IP header was not captured whole or is not a valid header.
+    IpHeaderCut,
+    /// A non-first fragment: the transport header travelled in the first fragment
+    /// ([`Decoded::fragment_payload_len`](crate::Decoded::fragment_payload_len) gives
+    /// this fragment's share of the datagram).
+    NonFirstFragment,
+    /// IPv4 options or IPv6 extension headers run past the capture or the IP length, an
+    /// IPv6 chain is too long, or the IPv4 total length is smaller than its header.
+    ExtensionHeadersCut,
+    /// IPv6's "no next header" (59): nothing follows by design.
+    NoNextHeader,
+}
+
 /// The network walk's result, cached by `Decoded`.
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct NetInfo {

@@ -123,14 +123,32 @@ impl<'a> TcpHeader<'a> {
         self.u16_at(field::DST_PORT)
     }
 
-    /// Sequence number.
-    pub fn seq(&self) -> u32 {
+    /// Sequence number. The numbers are `*_number()` and the flags are bare names
+    /// (`ack()` is the ACK flag), so the two cannot be confused:
+    ///
+    /// ```
+    /// use tracekit_decode::TcpHeader;
+    /// // ports 80 -> 5000, seq 7, ack 9, data offset 5, flags SYN|ACK
+    /// let bytes = [0, 80, 0x13, 0x88, 0, 0, 0, 7, 0, 0, 0, 9, 0x50, 0x12, 0xff, 0xff, 0, 0, 0, 0];
+    /// let tcp = TcpHeader::new_checked(&bytes).unwrap();
+    /// assert_eq!((tcp.seq_number(), tcp.ack_number()), (7, 9));
+    /// assert!(tcp.syn() && tcp.ack() && !tcp.fin() && !tcp.rst() && !tcp.psh());
+    /// ```
+    #[inline]
+    pub fn seq_number(&self) -> u32 {
         self.u32_at(field::SEQ)
     }
 
-    /// Acknowledgement number.
-    pub fn ack(&self) -> u32 {
+    /// Acknowledgement number (meaningful when [`ack`](Self::ack), the flag, is set).
+    #[inline]
+    pub fn ack_number(&self) -> u32 {
         self.u32_at(field::ACK)
+    }
+
+    /// Sequence number.
+    #[deprecated(note = "use seq_number(), named like ack_number()")]
+    pub fn seq(&self) -> u32 {
+        self.seq_number()
     }
 
     /// Header length in bytes (data offset × 4), as the header says.
@@ -140,6 +158,7 @@ impl<'a> TcpHeader<'a> {
     }
 
     /// The nine flag bits (see [`flags`]).
+    #[inline]
     pub fn flags(&self) -> u16 {
         self.u16_at(field::DATA_OFF) & 0x1ff
     }
@@ -149,24 +168,54 @@ impl<'a> TcpHeader<'a> {
         self.bytes[field::FLAGS]
     }
 
-    /// SYN set.
+    /// SYN flag set.
+    #[inline]
     pub fn syn(&self) -> bool {
         self.flags() & flags::SYN != 0
     }
 
-    /// ACK set.
-    pub fn ack_flag(&self) -> bool {
+    /// ACK flag set (the number is [`ack_number`](Self::ack_number)).
+    #[inline]
+    pub fn ack(&self) -> bool {
         self.flags() & flags::ACK != 0
     }
 
-    /// FIN set.
+    /// ACK flag set.
+    #[deprecated(note = "use ack(), the flag (the number is ack_number())")]
+    pub fn ack_flag(&self) -> bool {
+        self.ack()
+    }
+
+    /// FIN flag set.
+    #[inline]
     pub fn fin(&self) -> bool {
         self.flags() & flags::FIN != 0
     }
 
-    /// RST set.
+    /// RST flag set.
+    #[inline]
     pub fn rst(&self) -> bool {
         self.flags() & flags::RST != 0
+    }
+
+    /// PSH flag set.
+    pub fn psh(&self) -> bool {
+        self.flags() & flags::PSH != 0
+    }
+
+    /// URG flag set (the pointer is [`urgent`](Self::urgent)).
+    pub fn urg(&self) -> bool {
+        self.flags() & flags::URG != 0
+    }
+
+    /// ECE flag set.
+    pub fn ece(&self) -> bool {
+        self.flags() & flags::ECE != 0
+    }
+
+    /// CWR flag set.
+    pub fn cwr(&self) -> bool {
+        self.flags() & flags::CWR != 0
     }
 
     /// Window field (unscaled).

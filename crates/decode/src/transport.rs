@@ -2,6 +2,7 @@
 //! application bytes start.
 
 use crate::anomaly::Anomalies;
+use crate::bytes::be16;
 use crate::gre::{self, GreHeader};
 use crate::icmp::{IcmpHeader, Icmpv6Header};
 use crate::net::NetInfo;
@@ -58,6 +59,51 @@ pub enum Transport<'a> {
         /// The bytes from the transport header on.
         bytes: &'a [u8],
     },
+}
+
+impl Transport<'_> {
+    /// The transport protocol number.
+    pub fn protocol(&self) -> u8 {
+        match self {
+            Transport::Tcp(_) => ip_proto::TCP,
+            Transport::Udp(_) => ip_proto::UDP,
+            Transport::Icmp(_) => ip_proto::ICMP,
+            Transport::Icmpv6(_) => ip_proto::ICMPV6,
+            Transport::Sctp(_) => ip_proto::SCTP,
+            Transport::Gre(_) => ip_proto::GRE,
+            Transport::Truncated { protocol, .. } | Transport::Other { protocol, .. } => *protocol,
+        }
+    }
+
+    /// Source and destination port of TCP, UDP and SCTP, also from a header the capture
+    /// cut (or an ICMP error quoted) once its first 4 bytes are there, as tshark shows
+    /// them; the cut stays an anomaly. (`Decoded::src_port` and the flow key want the
+    /// whole header.)
+    ///
+    /// ```
+    /// use tracekit_core::LinkType;
+    /// use tracekit_decode::{Decoded, Transport};
+    /// // IPv4 TCP whose header the capture cut after 6 bytes: ports 1234 -> 80.
+    /// let ip = [0x45, 0, 0, 40, 0, 1, 0, 0, 64, 6, 0, 0, 10, 0, 0, 1, 10, 0, 0, 2, 4, 0xd2, 0, 80, 0, 0];
+    /// let d = Decoded::from_bytes(&ip, LinkType::RAW, 40);
+    /// let t = d.transport().unwrap();
+    /// assert!(matches!(t, Transport::Truncated { protocol: 6, .. }));
+    /// assert_eq!(t.ports(), Some((1234, 80)));
+    /// assert_eq!(d.src_port(), None);
+    /// ```
+    pub fn ports(&self) -> Option<(u16, u16)> {
+        match self {
+            Transport::Tcp(h) => Some((h.src_port(), h.dst_port())),
+            Transport::Udp(h) => Some((h.src_port(), h.dst_port())),
+            Transport::Sctp(h) => Some((h.src_port(), h.dst_port())),
+            Transport::Truncated { protocol, bytes }
+                if matches!(*protocol, ip_proto::TCP | ip_proto::UDP | ip_proto::SCTP) =>
+            {
+                Some((be16(bytes, SRC_PORT)?, be16(bytes, DST_PORT)?))
+            }
+            _ => None,
+        }
+    }
 }
 
 /// `Decoded` accessors for one [`Transport`] variant each (the list is in `lib.rs`).

@@ -21,6 +21,8 @@ pub struct TunnelPorts {
     pub geneve: u16,
     /// GTP-U (IANA 2152).
     pub gtpu: u16,
+    /// CAPWAP data channel (IANA 5247).
+    pub capwap_data: u16,
 }
 
 impl Default for TunnelPorts {
@@ -29,6 +31,7 @@ impl Default for TunnelPorts {
             vxlan: 4789,
             geneve: 6081,
             gtpu: 2152,
+            capwap_data: 5247,
         }
     }
 }
@@ -60,6 +63,14 @@ pub enum Tunnel<'a> {
         /// Tunnel endpoint identifier.
         teid: u32,
     },
+    /// A CAPWAP data channel (RFC 5415 §4.3) carrying a wireless frame (802.11 for
+    /// binding 1, with the T bit) or an 802.3 frame.
+    Capwap {
+        /// Wireless binding identifier (1: IEEE 802.11).
+        wbid: u8,
+        /// The T bit: the payload is in the binding's native format (802.11), not 802.3.
+        native: bool,
+    },
 }
 
 /// A tunnel, the offset of the encapsulated packet in the captured bytes, and how that
@@ -83,7 +94,14 @@ pub(crate) fn find<'a>(
         )),
         ip_proto::GRE => {
             let h = an.noted(gre::in_packet(n, b))?;
-            let framing = Framing::Ethertype(h.protocol());
+            // Aruba's GRE protocol types 0x8200..=0x8370 (steps of 0x10) carry 802.11
+            // frames between access points and controllers, as Wireshark reads them.
+            let framing = match h.protocol() {
+                p @ aruba::FIRST..=aruba::LAST if p % aruba::STEP == 0 => {
+                    Framing::Link(LinkType::IEEE802_11)
+                }
+                p => Framing::Ethertype(p),
+            };
             Some((Tunnel::Gre(h), l4 + h.header_len(), framing))
         }
         ip_proto::UDP => {
@@ -97,6 +115,8 @@ pub(crate) fn find<'a>(
                 geneve(body)
             } else if on(ports.gtpu) {
                 gtpu(body)
+            } else if on(ports.capwap_data) {
+                capwap(body)
             } else {
                 return None;
             };
@@ -155,6 +175,56 @@ fn geneve(b: &[u8]) -> UdpTunnel {
         protocol,
     };
     Ok(Some((t, len, Framing::Ethertype(protocol))))
+}
+
+/// Aruba's 802.11-in-GRE protocol types.
+mod aruba {
+    pub const FIRST: u16 = 0x8200;
+    pub const LAST: u16 = 0x8370;
+    pub const STEP: u16 = 0x10;
+}
+
+/// The CAPWAP header (RFC 5415 §4.3).
+mod capwap {
+    /// Preamble: version (4 bits, 0) and type (4 bits, 0: a CAPWAP header follows).
+    pub const PREAMBLE: usize = 0;
+    /// HLEN (5 bits), RID (5), WBID (5), T, F, L, W, M, K, flags (3).
+    pub const BITS: usize = 0;
+    pub const FIXED_LEN: usize = 8;
+    pub const HLEN_SHIFT: u32 = 19;
+    pub const WBID_SHIFT: u32 = 9;
+    pub const T: u32 = 1 << 8;
+    pub const F: u32 = 1 << 7;
+    /// Wireless binding 1: IEEE 802.11.
+    pub const WBID_IEEE80211: u8 = 1;
+}
+
+fn capwap(b: &[u8]) -> UdpTunnel {
+    let preamble = u8_at(b, capwap::PREAMBLE).ok_or(Anomaly::TunnelTruncated)?;
+    let bits = be32(b, capwap::BITS).ok_or(Anomaly::TunnelTruncated)?;
+    if preamble != 0 {
+        // A DTLS-protected data channel (type 1) or another version: nothing to read.
+        return Ok(None);
+    }
+    let len = ((bits >> capwap::HLEN_SHIFT) & 0x1f) as usize * 4;
+    let wbid = ((bits >> capwap::WBID_SHIFT) & 0x1f) as u8;
+    let native = bits & capwap::T != 0;
+    if len < capwap::FIXED_LEN {
+        return Err(Anomaly::TunnelMalformed);
+    }
+    if b.len() < len {
+        return Err(Anomaly::TunnelTruncated);
+    }
+    if bits & capwap::F != 0 {
+        // A fragment: the frame is whole only once reassembled.
+        return Ok(None);
+    }
+    let framing = match (native, wbid) {
+        (false, _) => Framing::Ethertype(ethertype::TEB),
+        (true, capwap::WBID_IEEE80211) => Framing::Ieee80211SwappedFc,
+        (true, _) => return Ok(None),
+    };
+    Ok(Some((Tunnel::Capwap { wbid, native }, len, framing)))
 }
 
 mod gtpu {

@@ -10,7 +10,6 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Command;
 
-use tracekit::CaptureSource;
 use tracekit_decode::Decoded;
 use tracekit_decode::fields::{Field, write_field};
 use tracekit_testdata::{corpus, have, manifest};
@@ -32,6 +31,7 @@ const FIELDS: &[Field] = &[
     Field::IpFragOffset,
     Field::IpFlagsMf,
     Field::VlanId,
+    Field::Ieee8021adId,
     Field::DnsQryName,
     Field::DnsRcode,
     Field::DnsA,
@@ -42,6 +42,21 @@ const FIELDS: &[Field] = &[
     Field::TlsSni,
     Field::TlsAlpn,
     Field::TlsJa3Full,
+    Field::HttpMethod,
+    Field::HttpUri,
+    Field::HttpHost,
+    Field::HttpUserAgent,
+    Field::HttpResponseCode,
+    Field::NtpMode,
+    Field::NtpStratum,
+    Field::DhcpMac,
+    Field::DhcpHostname,
+    Field::DhcpType,
+    Field::GtpTeid,
+    Field::NdNsTarget,
+    Field::NdNaTarget,
+    Field::QuicVersion,
+    Field::QuicDcid,
 ];
 
 const TSHARK_FIELDS: &[&str] = &[
@@ -70,6 +85,7 @@ const TSHARK_FIELDS: &[&str] = &[
     "ip.frag_offset",
     "ip.flags.mf",
     "vlan.id",
+    "ieee8021ad.id",
     "dns.qry.name",
     "dns.flags.rcode",
     "dns.a",
@@ -80,6 +96,21 @@ const TSHARK_FIELDS: &[&str] = &[
     "tls.handshake.extensions_server_name",
     "tls.handshake.extensions_alpn_str",
     "tls.handshake.ja3_full",
+    "http.request.method",
+    "http.request.uri",
+    "http.host",
+    "http.user_agent",
+    "http.response.code",
+    "ntp.flags.mode",
+    "ntp.stratum",
+    "dhcp.hw.mac_addr",
+    "dhcp.option.hostname",
+    "dhcp.option.dhcp",
+    "gtp.teid",
+    "icmpv6.nd.ns.target_address",
+    "icmpv6.nd.na.target_address",
+    "quic.version",
+    "quic.dcid",
 ];
 
 fn tshark_rows(path: &Path) -> Option<Vec<BTreeMap<&'static str, Vec<String>>>> {
@@ -186,6 +217,7 @@ fn expected(row: &BTreeMap<&'static str, Vec<String>>, field: Field) -> String {
         Field::IpFragOffset if outer_ip == "ip" => first("ip.frag_offset"),
         Field::IpFlagsMf if outer_ip == "ip" => first("ip.flags.mf"),
         Field::VlanId => get("vlan.id").join(","),
+        Field::Ieee8021adId => get("ieee8021ad.id").join(","),
         Field::DnsQryName => get("dns.qry.name").join(","),
         Field::DnsRcode => first("dns.flags.rcode"),
         Field::DnsA => get("dns.a").join(","),
@@ -196,6 +228,21 @@ fn expected(row: &BTreeMap<&'static str, Vec<String>>, field: Field) -> String {
         Field::TlsSni => first("tls.handshake.extensions_server_name"),
         Field::TlsAlpn => get("tls.handshake.extensions_alpn_str").join(","),
         Field::TlsJa3Full => first("tls.handshake.ja3_full"),
+        Field::HttpMethod => first("http.request.method"),
+        Field::HttpUri => first("http.request.uri"),
+        Field::HttpHost => first("http.host"),
+        Field::HttpUserAgent => first("http.user_agent"),
+        Field::HttpResponseCode => first("http.response.code"),
+        Field::NtpMode => first("ntp.flags.mode"),
+        Field::NtpStratum => first("ntp.stratum"),
+        Field::DhcpMac => first("dhcp.hw.mac_addr"),
+        Field::DhcpHostname => first("dhcp.option.hostname"),
+        Field::DhcpType => first("dhcp.option.dhcp"),
+        Field::GtpTeid => first("gtp.teid"),
+        Field::NdNsTarget => first("icmpv6.nd.ns.target_address"),
+        Field::NdNaTarget => first("icmpv6.nd.na.target_address"),
+        Field::QuicVersion => get("quic.version").join(","),
+        Field::QuicDcid => get("quic.dcid").join(","),
         _ => String::new(),
     }
 }

@@ -2,7 +2,7 @@
 //! (the default export) and the six default fields of `tracekit fields`.
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use tracekit::{CaptureSource, OwnedPacket};
+use tracekit::OwnedPacket;
 use tracekit_decode::Decoded;
 use tracekit_decode::fields::Field;
 use tracekit_export::PacketBatcher;

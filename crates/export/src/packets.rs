@@ -62,7 +62,7 @@ impl ColumnType {
             }
             Field::Direction | Field::EthSrc | Field::EthDst => Utf8,
             Field::EthType => UInt16,
-            Field::VlanId => ListUInt16,
+            Field::VlanId | Field::Ieee8021adId => ListUInt16,
             Field::MplsLabel => ListUInt32,
             Field::IpVersion | Field::IpProto | Field::IpTtl => UInt8,
             Field::IpSrc | Field::IpDst | Field::Ipv6Src | Field::Ipv6Dst => Address,
@@ -83,6 +83,14 @@ impl ColumnType {
             Field::TlsVersion => ListUInt16,
             Field::TlsSni | Field::TlsJa3Full => Utf8,
             Field::TlsAlpn | Field::Anomalies => ListUtf8,
+            Field::HttpMethod | Field::HttpUri | Field::HttpHost | Field::HttpUserAgent => Utf8,
+            Field::HttpResponseCode => UInt16,
+            Field::NtpMode | Field::NtpStratum | Field::DhcpType => UInt8,
+            Field::DhcpMac | Field::DhcpHostname => Utf8,
+            Field::GtpTeid => UInt32,
+            Field::NdNsTarget | Field::NdNaTarget => Address,
+            Field::QuicVersion => ListUInt32,
+            Field::QuicDcid => ListUtf8,
         }
     }
 

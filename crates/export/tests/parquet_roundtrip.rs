@@ -18,7 +18,6 @@ use arrow::datatypes::{
     DataType, TimestampNanosecondType, UInt8Type, UInt16Type, UInt32Type, UInt64Type,
 };
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
-use tracekit::CaptureSource;
 use tracekit_decode::Decoded;
 use tracekit_decode::fields::{Field, write_field};
 use tracekit_export::{ExportOptions, ParquetExport};
@@ -31,13 +30,21 @@ const HEX: &[&str] = &[
     "tcp.flags",
     "dns.id",
     "tls.handshake.version",
+    "gtp.teid",
+    "quic.version",
 ];
 
 fn render_scalar(name: &str, a: &dyn Array, i: usize) -> String {
     let hex = HEX.contains(&name);
     let int = |v: u64| {
         if hex {
-            format!("0x{v:04x}")
+            // tshark's width: 8 hex digits for 32-bit identifiers, 4 for the rest.
+            let digits = if matches!(name, "gtp.teid" | "quic.version") {
+                8
+            } else {
+                4
+            };
+            format!("0x{v:0digits$x}")
         } else {
             v.to_string()
         }

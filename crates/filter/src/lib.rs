@@ -162,7 +162,7 @@ impl Filter {
     /// Whether a packet passes. Metadata records never do.
     #[inline]
     pub fn matches(&mut self, packet: &Packet<'_>) -> Result<bool, Error> {
-        if packet.meta().kind == PacketKind::Meta {
+        if packet.meta().kind == PacketKind::MetaRecord {
             return Ok(false);
         }
         let wire_len = packet.wire_len();

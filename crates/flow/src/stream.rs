@@ -215,7 +215,7 @@ impl TcpStreams {
         if half.ended {
             return;
         }
-        let mut seq = tcp.seq();
+        let mut seq = tcp.seq_number();
         if syn {
             seq = seq.wrapping_add(1);
             // A SYN with another sequence number before any byte of this direction was
@@ -253,7 +253,7 @@ impl TcpStreams {
         self.check_fin(flow, dir, h);
         // The peer's acknowledgment: holes before it will not be filled.
         if flags & 0x10 != 0 {
-            let ack = tcp.ack();
+            let ack = tcp.ack_number();
             let other = 1 - dir;
             let peer = self.streams_half(flow, other);
             if peer.acked.is_none_or(|a| distance(ack, a) > 0) {

@@ -538,7 +538,7 @@ impl FlowTable {
         // new connection on the same 5-tuple (as tshark starts a new TCP stream).
         if syn_only {
             let base = self.slots[idx as usize].seq[side.index()].base;
-            if base.is_some() && base != tcp.map(|t| t.seq()) {
+            if base.is_some() && base != tcp.map(|t| t.seq_number()) {
                 self.stats.reused += 1;
                 self.end(idx, EndReason::Reused, emit);
                 idx = self.create(key, side, flags, ts, emit);
@@ -583,7 +583,7 @@ impl FlowTable {
                     track,
                     from_orig,
                     flags,
-                    t.seq(),
+                    t.seq_number(),
                     t.window(),
                     payload as u32,
                 );

@@ -3,7 +3,6 @@
 //! lengths (`ip.reassembled.length`, `ipv6.reassembled.length`) are equal, and the
 //! reassembled packets decode to the transport tshark finds.
 
-use tracekit::CaptureSource;
 use tracekit_decode::Decoded;
 use tracekit_flow::{DefragConfig, Defragged, Defragmenter};
 use tracekit_testdata::{corpus, corpus_uri, have, tshark_fields};

@@ -139,6 +139,29 @@ pub fn tshark_fields(path: &Path, fields: &[&str]) -> Vec<Vec<String>> {
         .collect()
 }
 
+/// Writes a classic pcap file (µs, little-endian, Ethernet unless `link` says otherwise)
+/// of `frames`, each `(bytes, captured length)`: the record keeps the first `captured`
+/// bytes and gives the whole length as the wire length. Frame `i` is stamped
+/// 1,700,000,000 + `i` seconds. For tests that hand crafted frames to tshark.
+pub fn write_pcap(path: &Path, link: u32, frames: &[(Vec<u8>, usize)]) {
+    let mut out = Vec::new();
+    out.extend_from_slice(&0xa1b2_c3d4u32.to_le_bytes());
+    out.extend_from_slice(&2u16.to_le_bytes());
+    out.extend_from_slice(&4u16.to_le_bytes());
+    out.extend_from_slice(&[0; 8]);
+    out.extend_from_slice(&65535u32.to_le_bytes());
+    out.extend_from_slice(&link.to_le_bytes());
+    for (i, (f, cap)) in frames.iter().enumerate() {
+        let cap = (*cap).min(f.len());
+        out.extend_from_slice(&(1_700_000_000 + i as u32).to_le_bytes());
+        out.extend_from_slice(&0u32.to_le_bytes());
+        out.extend_from_slice(&(cap as u32).to_le_bytes());
+        out.extend_from_slice(&(f.len() as u32).to_le_bytes());
+        out.extend_from_slice(&f[..cap]);
+    }
+    std::fs::write(path, out).expect("the pcap file is written");
+}
+
 /// tshark's (epoch nanoseconds, `frame.len`, `frame.cap_len`) for every frame of `path`.
 pub fn tshark_frames(path: &Path) -> Vec<(u64, u32, u32)> {
     tshark_fields(path, &["frame.time_epoch", "frame.len", "frame.cap_len"])

@@ -6,7 +6,6 @@
 //! cargo run --release -p tracekit --example flow_table -- trace.pcap [idle seconds]
 //! ```
 
-use tracekit::CaptureSource;
 use tracekit::flow::{DefragConfig, Defragmenter, FlowConfig, FlowRecord, FlowTable};
 
 fn print(r: &FlowRecord) {

@@ -1,5 +1,6 @@
 //! The libtrace paper's Ports analysis on every core: packets and application bytes per
-//! transport protocol and port, one table per worker, added up at the end.
+//! transport protocol and port, one table per worker, added up at the end. Its table is
+//! that of `tracekit ports`.
 //!
 //! ```text
 //! cargo run --release -p tracekit --example ports -- samples/sample.pcap [workers]
@@ -23,9 +24,7 @@ impl Worker for PortsWorker {
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1);
-    let file = args
-        .next()
-        .unwrap_or_else(|| "samples/sample.pcap".to_string());
+    let file = args.next().unwrap_or("samples/sample.pcap".into());
     let workers: usize = args.next().map_or(Ok(0), |w| w.parse())?;
     let mut source = tracekit::open(&file)?;
     let done = Parallel::new(workers).run(&mut source, |_| PortsWorker(Ports::new()), |_, _| {})?;
@@ -33,18 +32,21 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     for w in &done.workers {
         ports.merge(&w.0);
     }
-    for row in ports.rows() {
-        println!(
-            "{} {:>5}  src {:>10} pkts {:>14} B  dst {:>10} pkts {:>14} B",
-            row.protocol_name(),
-            row.port,
-            row.src_packets,
-            row.src_bytes,
-            row.dst_packets,
-            row.dst_bytes
-        );
+    let columns = [
+        "proto",
+        "port",
+        "src packets",
+        "src bytes",
+        "dst packets",
+        "dst bytes",
+    ];
+    let [proto, port, sp, sb, dp, db] = columns;
+    println!("{proto:<5} {port:>5} {sp:>12} {sb:>15} {dp:>12} {db:>15}");
+    for r in ports.rows() {
+        let (name, port) = (r.protocol_name(), r.port);
+        let (sp, sb, dp, db) = (r.src_packets, r.src_bytes, r.dst_packets, r.dst_bytes);
+        println!("{name:<5} {port:>5} {sp:>12} {sb:>15} {dp:>12} {db:>15}");
     }
-    eprintln!("{}", done.stats);
     if let Some(e) = done.error {
         eprintln!("{file}: {e} (the table covers every packet before it)");
     }

@@ -1,71 +1,74 @@
-//! The libtrace paper's Scans analysis on every core: for each source address, the
-//! distinct (destination address, port) pairs it sent TCP connection attempts to (SYN
-//! without ACK); sources that tried at least THRESHOLD of them are reported as scanners.
-//! Each worker keeps its own sets (packets are spread by address pair, so one source's
-//! attempts are spread over workers); the sets are joined at the end.
+//! The libtrace paper's Scans analysis over tracekit's flow table: sources that sent TCP
+//! SYNs to more than THRESHOLD distinct destinations (address and port) without
+//! completing the handshakes. The flow table does the flow upkeep (keys, both
+//! directions, timeouts, TCP state); the program keeps one set per source. Its output is
+//! that of `tracekit scans`.
 //!
 //! ```text
-//! cargo run --release -p tracekit --example scans -- trace.pcap.gz [workers] [threshold]
+//! cargo run --release -p tracekit --example scans -- trace.pcap.gz [threshold]
 //! ```
 
 use std::collections::{HashMap, HashSet};
 use std::net::IpAddr;
 
-use tracekit::decode::Decoded;
-use tracekit::parallel::{Emit, Parallel, Worker};
-use tracekit::{Error, Packet};
+use tracekit::flow::{FlowConfig, FlowRecord, FlowTable};
 
-/// One worker's attempts: source -> set of (destination, port).
+/// Failed connection attempts: source -> distinct (destination, port).
 #[derive(Default)]
-struct Scans(HashMap<IpAddr, HashSet<(IpAddr, u16)>>);
+struct Scans {
+    failed: HashMap<IpAddr, HashSet<(IpAddr, u16)>>,
+    attempts: u64,
+}
 
-impl Worker for Scans {
-    type Item = ();
-
-    fn packet(&mut self, packet: &Packet<'_>, _: &mut Emit<'_, ()>) -> Result<(), Error> {
-        let d = Decoded::new(packet);
-        if let (Some(tcp), Some(src), Some(dst)) = (d.tcp(), d.src_addr(), d.dst_addr())
-            && tcp.syn()
-            && !tcp.ack_flag()
+impl Scans {
+    fn add(&mut self, flow: &FlowRecord) {
+        if let Some(opener) = flow.attempted_by()
+            && !flow.handshake_completed()
         {
-            self.0.entry(src).or_default().insert((dst, tcp.dst_port()));
+            let target = if opener == flow.src() {
+                flow.dst()
+            } else {
+                flow.src()
+            };
+            self.attempts += 1;
+            let targets = self.failed.entry(opener.addr).or_default();
+            targets.insert((target.addr, target.port));
         }
-        Ok(())
     }
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1);
-    let file = args
-        .next()
-        .unwrap_or_else(|| "samples/sample.pcap".to_string());
-    let workers: usize = args.next().map_or(Ok(0), |w| w.parse())?;
+    let file = args.next().unwrap_or("samples/sample.pcap".into());
     let threshold: usize = args.next().map_or(Ok(100), |t| t.parse())?;
     let mut source = tracekit::open(&file)?;
-    let done = Parallel::new(workers).run(&mut source, |_| Scans::default(), |_, _| {})?;
-    let mut all: HashMap<IpAddr, HashSet<(IpAddr, u16)>> = HashMap::new();
-    for w in done.workers {
-        for (src, targets) in w.0 {
-            all.entry(src).or_default().extend(targets);
-        }
+    let mut table = FlowTable::new(FlowConfig::default());
+    let mut scans = Scans::default();
+    while let Some(packet) = source.next_packet()? {
+        table.add(&packet, &mut |flow| scans.add(flow));
     }
-    let mut scanners: Vec<(usize, IpAddr)> = all
-        .iter()
-        .filter(|(_, t)| t.len() >= threshold)
-        .map(|(s, t)| (t.len(), *s))
+    table.finish(&mut |flow| scans.add(flow));
+
+    let mut scanners: Vec<(usize, IpAddr, usize)> = (scans.failed.iter())
+        .filter(|(_, targets)| targets.len() > threshold)
+        .map(|(src, t)| {
+            (
+                t.len(),
+                *src,
+                t.iter().map(|d| d.0).collect::<HashSet<_>>().len(),
+            )
+        })
         .collect();
-    scanners.sort_by(|a, b| b.cmp(a));
+    scanners.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+    println!("{:>39} {:>12} {:>8}", "source", "destinations", "hosts");
+    for (destinations, src, hosts) in &scanners {
+        println!("{:>39} {destinations:>12} {hosts:>8}", src.to_string());
+    }
     println!(
-        "{} sources tried TCP connections; {} tried at least {threshold} targets:",
-        all.len(),
+        "\n{} failed TCP connection attempts from {} sources; {} sources above {threshold}",
+        scans.attempts,
+        scans.failed.len(),
         scanners.len()
     );
-    for (n, src) in scanners {
-        println!("{src:>40}  {n} targets");
-    }
-    eprintln!("{}", done.stats);
-    if let Some(e) = done.error {
-        eprintln!("{file}: {e} (the figures cover every packet before it)");
-    }
     Ok(())
 }

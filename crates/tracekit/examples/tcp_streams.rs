@@ -8,7 +8,6 @@
 
 use std::collections::HashMap;
 
-use tracekit::CaptureSource;
 use tracekit::decode::Decoded;
 use tracekit::flow::{FlowConfig, FlowTable, StreamConfig, StreamEnd, StreamHandler, TcpStreams};
 

@@ -1,6 +1,6 @@
 //! Copying a trace into a sink, interface descriptions included.
 
-use tracekit_core::{CaptureSource, Error, InterfaceInfo, Meta, Packet};
+use tracekit_core::{Error, InterfaceInfo, Meta, Packet};
 
 use crate::{Sink, Source};
 

@@ -18,7 +18,7 @@
 //! # Ok::<(), tracekit::Error>(())
 //! ```
 
-use tracekit_core::{CaptureSource, Error, Packet};
+use tracekit_core::{Error, Packet};
 
 use crate::Source;
 

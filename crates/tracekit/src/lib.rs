@@ -17,14 +17,14 @@
 //! [`open`] takes a path and detects the format from the content (never the name) after
 //! undoing any compression (gzip, bzip2, zstd, xz, lz4); `-` is standard input,
 //! `pcap:path`, `pcapng:path` or `erf:path` insist on a format, and [`open_with`] takes
-//! [`OpenOptions`]. [`CaptureSource::next_packet`] lends each packet straight out of the
+//! [`OpenOptions`]. [`Source::next_packet`] lends each packet straight out of the
 //! read buffer: no copy and no allocation per packet, and the borrow checker makes sure a
 //! packet is not used after its buffer is reused ([`Packet::to_owned`] keeps one). A
 //! damaged trace gives every good packet first, then an error naming the file, the packet
 //! and the byte offset.
 //!
 //! ```
-//! use tracekit::{CaptureSource, Summary};
+//! use tracekit::Summary;
 //!
 //! # let dir = tempfile::tempdir().unwrap();
 //! # let path = dir.path().join("trace.pcapng.gz");
@@ -64,7 +64,7 @@
 //! packets written before a failure.
 //!
 //! ```
-//! use tracekit::{CaptureSource, CreateOptions, LinkType, Meta, Packet, Timestamp, TsResolution};
+//! use tracekit::{CreateOptions, LinkType, Meta, Packet, Timestamp, TsResolution};
 //!
 //! # let dir = tempfile::tempdir().unwrap();
 //! # let path = dir.path().join("trace.pcapng.gz");
@@ -111,7 +111,6 @@
 //! them `None`.
 //!
 //! ```
-//! use tracekit::CaptureSource;
 //! use tracekit::decode::{Decoded, TcpOption};
 //!
 //! # let dir = tempfile::tempdir().unwrap();
@@ -156,7 +155,7 @@
 //! Without libpcap, [`Filter::from_ddd`] takes a program that `tcpdump -ddd` printed:
 //!
 //! ```
-//! use tracekit::{CaptureSource, Filter};
+//! use tracekit::Filter;
 //!
 //! # let dir = tempfile::tempdir().unwrap();
 //! # let path = dir.path().join("trace.pcapng.gz");
@@ -199,7 +198,6 @@
 //! details. Capturing needs `CAP_NET_RAW` (or root).
 //!
 //! ```no_run
-//! use tracekit::CaptureSource;
 //!
 //! let mut live = tracekit::open("afpacket:eth0")?.with_filter("tcp port 443")?;
 //! let mut sink = tracekit::create("https.pcapng.zst", &Default::default())?;
@@ -277,12 +275,42 @@
 //! [`analysis`] holds tables that are ready to use this way (the libtrace paper's Ports
 //! analysis, a protocol breakdown), each with a `merge` for the reduce.
 //!
+//! # Flows
+//!
+//! [`flow::FlowTable`] keeps one record per conversation (both directions, TCP state,
+//! idle and active timeouts, bounded memory) and hands each record out when the flow
+//! ends; [`flow::Defragmenter`] joins IP fragments first and [`flow::TcpStreams`]
+//! turns TCP segments back into the byte streams. `tracekit flows`, `follow` and
+//! `scans` are built on them.
+//!
+//! ```
+//! # let path = "../../samples/sample.pcap";
+//! use tracekit::flow::{FlowConfig, FlowTable};
+//!
+//! let mut source = tracekit::open(path)?;
+//! let mut table = FlowTable::new(FlowConfig::default());
+//! let (mut flows, mut tcp_done) = (0, 0);
+//! let mut count = |flow: &tracekit::flow::FlowRecord| {
+//!     flows += 1;
+//!     tcp_done += usize::from(flow.handshake_completed());
+//! };
+//! while let Some(packet) = source.next_packet()? {
+//!     table.add(&packet, &mut count); // hands out the flows that time out
+//! }
+//! table.finish(&mut count); // and those still open at the end
+//! assert!(flows > 0 && tcp_done > 0);
+//! # Ok::<(), tracekit::Error>(())
+//! ```
+//!
 //! # Cargo features
 //!
 //! | feature | default | adds | needs on the system |
 //! |---|---|---|---|
 //! | `live` | on | `afpacket:`/`ring:` URIs in [`open`], [`open_members`], the [`live`] module (`tracekit-afpacket`) | Linux (elsewhere the feature adds nothing and live URIs are refused); `CAP_NET_RAW` or root to capture. Nothing to build. |
 //! | `libpcap` | off | compiling tcpdump expressions: [`Source::with_filter`], [`Filter::new`] (`tracekit-filter/libpcap`) | at run time only: the libpcap shared library (`libpcap.so.0.8`, Debian's `libpcap0.8`; or the file named by `TRACEKIT_LIBPCAP`), loaded with `dlopen`. Nothing to build or link. |
+//! | `dag` | off | `dag:/dev/dag0[,stream...]` URIs in [`open`] and [`create`], the `dag` module (`tracekit-dag`); on its own it only builds the bindings: pick one of the two below | — |
+//! | `libdag` | off | `dag` on Endace's driver and library | Endace's DAG software (libdag, the card's driver) |
+//! | `dag-emulator` | off | `dag` on tracekit's software card (for tests and development: no hardware) | a C compiler |
 //!
 //! | `export` | off | the [`export`] module (`tracekit-export`): Arrow record batches of packets and flows, Parquet files with Hive time partitions | nothing; arrow-rs and parquet build slowly, hence a feature |
 //!
@@ -320,7 +348,9 @@ pub use parts::{Cut, Part, PartFailure, PartNames, PartWriter, PartsDone};
 pub use sink::{CreateOptions, MAX_COMPRESS_THREADS, Sink, create, create_checked};
 #[cfg(all(feature = "live", target_os = "linux"))]
 pub use source::open_members;
-pub use source::{LIVE_SCHEMES, Metadata, OpenOptions, Source, is_live_uri, open, open_with};
+pub use source::{
+    FILE_SCHEMES, LIVE_SCHEMES, MetaRecords, OpenOptions, Source, is_live_uri, open, open_with,
+};
 pub use summary::Summary;
 
 /// Live capture on Linux (feature `live`, on by default): AF_PACKET rings and fan-out.
@@ -329,7 +359,7 @@ pub use tracekit_afpacket as live;
 pub use tracekit_core::{
     ByteOrder, CaptureSink, CaptureSource, Direction, Error, ErrorKind, InterfaceInfo, LinkType,
     MAX_SNAPLEN, Meta, OwnedPacket, Packet, PacketKind, PacketOptions, SinkReport, Stats,
-    Timestamp, TsResolution,
+    TimeOutOfRange, Timestamp, TsResolution,
 };
 /// Endace DAG capture and transmit (feature `dag`): receive streams, several streams,
 /// transmit sinks.

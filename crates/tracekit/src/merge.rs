@@ -5,7 +5,7 @@ use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap, VecDeque};
 use std::hash::Hasher;
 
-use tracekit_core::{CaptureSource, Error, InterfaceInfo, Packet, Timestamp};
+use tracekit_core::{Error, InterfaceInfo, Packet, Timestamp};
 
 use crate::Source;
 

@@ -23,23 +23,36 @@ pub struct OpenOptions {
     pub read_mode: ReadMode,
     /// Insist on a format instead of detecting it from the content.
     pub format: Option<Format>,
-    /// Whether metadata records (pcapng non-packet blocks, ERF provenance) are handed
-    /// out as packets of kind [`tracekit_core::PacketKind::Meta`].
-    pub metadata: Metadata,
+    /// Whether meta records (pcapng non-packet blocks, ERF provenance) are handed out as
+    /// packets of kind [`tracekit_core::PacketKind::MetaRecord`].
+    pub meta_records: MetaRecords,
     /// Decompression threads for gzip written by tracekit (0: one per core; 1: one).
     pub threads: usize,
 }
 
-/// Which metadata records a source hands out.
+/// Which meta records (ERF META provenance, pcapng non-packet blocks) a source hands out
+/// as packets of kind [`PacketKind::MetaRecord`](tracekit_core::PacketKind::MetaRecord).
+///
+/// ```
+/// use tracekit::{MetaRecords, OpenOptions, PacketKind};
+/// # fn main() -> Result<(), tracekit::Error> {
+/// let options = OpenOptions { meta_records: MetaRecords::Skip, ..OpenOptions::default() };
+/// let mut source = tracekit::open_with("../../samples/sample.pcap", &options)?;
+/// while let Some(packet) = source.next_packet()? {
+///     assert_eq!(packet.meta().kind, PacketKind::Data);
+/// }
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum Metadata {
+pub enum MetaRecords {
     /// Each format's default, the one tshark counts: ERF META records are handed out,
     /// pcapng non-packet blocks are parsed and skipped.
     #[default]
     FormatDefault,
-    /// Every metadata record is handed out.
+    /// Every meta record is handed out.
     Deliver,
-    /// No metadata record is handed out.
+    /// No meta record is handed out.
     Skip,
 }
 
@@ -92,7 +105,7 @@ pub fn is_live_uri(uri: &str) -> bool {
 #[cfg(feature = "dag")]
 fn open_dag(uri: &str, options: &OpenOptions) -> Result<Source, Error> {
     let dag_options = tracekit_dag::DagOptions {
-        skip_meta: options.metadata == Metadata::Skip,
+        skip_meta: options.meta_records == MetaRecords::Skip,
         ..Default::default()
     };
     let mut streams = tracekit_dag::open_streams(uri, &dag_options)?;
@@ -109,27 +122,68 @@ fn open_dag(uri: &str, options: &OpenOptions) -> Result<Source, Error> {
     })
 }
 
+/// The URI schemes [`open`] knows besides [`LIVE_SCHEMES`].
+pub const FILE_SCHEMES: &[&str] = &[
+    "file",
+    "pcap",
+    "pcapng",
+    "erf",
+    "dag",
+    "legacyatm",
+    "legacyeth",
+    "legacypos",
+];
+
 /// Splits `scheme:rest` for the schemes tracekit knows; anything else is a path.
 fn split_uri(uri: &str) -> (Option<&str>, &str) {
     if let Some((scheme, rest)) = uri.split_once(':') {
         let lower = scheme.to_ascii_lowercase();
-        let known = [
-            "pcap",
-            "pcapng",
-            "erf",
-            "file",
-            "dag",
-            "legacyatm",
-            "legacyeth",
-            "legacypos",
-        ]
-        .contains(&lower.as_str())
-            || LIVE_SCHEMES.contains(&lower.as_str());
+        let known =
+            FILE_SCHEMES.contains(&lower.as_str()) || LIVE_SCHEMES.contains(&lower.as_str());
         if known && !rest.is_empty() {
             return (Some(scheme), rest);
         }
     }
     (None, uri)
+}
+
+/// The error for a path that does not exist, told better when the name was meant as
+/// something else: an unknown URI scheme (`pcapfile:x`, `odp:eth0`) lists the known
+/// ones, and a network interface's bare name (`eth0`) suggests `afpacket:eth0`.
+fn not_a_file(uri: &str, e: Error) -> Error {
+    if let Some((scheme, _)) = uri.split_once(':') {
+        // Two letters at least: `C:` is a Windows drive, not a scheme.
+        let scheme_like = scheme.len() >= 2
+            && scheme.starts_with(|c: char| c.is_ascii_alphabetic())
+            && scheme
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "+.-".contains(c));
+        if scheme_like {
+            let known: Vec<String> = FILE_SCHEMES
+                .iter()
+                .chain(LIVE_SCHEMES)
+                .map(|s| format!("{s}:"))
+                .collect();
+            return Error::invalid_argument(format!(
+                "unknown scheme '{scheme}:' and no such file (known schemes: {}; a file whose name \
+                 has a colon: file:{uri})",
+                known.join(", ")
+            ))
+            .with_path(uri);
+        }
+    }
+    let is_interface =
+        !uri.contains('/') && !uri.is_empty() && Path::new("/sys/class/net").join(uri).exists();
+    if is_interface {
+        return Error::from(std::io::Error::new(
+            std::io::ErrorKind::NotFound,
+            format!(
+                "no such file; {uri} is a network interface: for a live capture open afpacket:{uri}"
+            ),
+        ))
+        .with_path(uri);
+    }
+    e
 }
 
 /// A live capture on `iface`, set up from the environment and `TRACEKIT_CONFIG`: when
@@ -187,6 +241,18 @@ pub fn open_members(uri: &str, members: usize) -> Result<Vec<Source>, Error> {
 /// Opens a trace: a path (format detected from the content, never the extension), `-`
 /// for standard input, or `FORMAT:path` to insist on a format. `afpacket:IFACE` (or
 /// `ring:IFACE`) opens a live capture on a Linux interface.
+///
+/// A name that is no file is told apart from a typo'd URI: an unknown scheme lists the
+/// known ones ([`FILE_SCHEMES`], [`LIVE_SCHEMES`]), and a network interface's bare name
+/// suggests its live URI.
+///
+/// ```
+/// let e = tracekit::open("pcapfile:trace.pcap").err().unwrap();
+/// assert!(e.to_string().contains("unknown scheme 'pcapfile:'"));
+/// assert!(e.to_string().contains("pcapng:"));
+/// # #[cfg(target_os = "linux")]
+/// assert!(tracekit::open("lo").err().unwrap().to_string().contains("afpacket:lo"));
+/// ```
 pub fn open(uri: &str) -> Result<Source, Error> {
     open_with(uri, &OpenOptions::default())
 }
@@ -222,7 +288,11 @@ pub fn open_with(uri: &str, options: &OpenOptions) -> Result<Source, Error> {
     let mut input = if rest == "-" {
         Input::stdin()
     } else {
-        Input::open(Path::new(rest), options.read_mode)?
+        match Input::open(Path::new(rest), options.read_mode) {
+            Ok(input) => input,
+            Err(e) if scheme.is_none() && e.is_not_found() => return Err(not_a_file(uri, e)),
+            Err(e) => return Err(e),
+        }
     };
     // Compression first (by magic, whatever the name), then the format of what it holds.
     input.fill(Compression::MAGIC_LEN)?;
@@ -261,13 +331,13 @@ pub fn open_with(uri: &str, options: &OpenOptions) -> Result<Source, Error> {
         Format::Pcapng => SourceKind::Pcapng(PcapngReader::from_input_with(
             input,
             PcapngReaderOptions {
-                deliver_meta: options.metadata == Metadata::Deliver,
+                deliver_meta: options.meta_records == MetaRecords::Deliver,
             },
         )?),
         Format::Erf => SourceKind::Erf(ErfReader::from_input_with(
             input,
             ErfReaderOptions {
-                skip_meta: options.metadata == Metadata::Skip,
+                skip_meta: options.meta_records == MetaRecords::Skip,
             },
         )?),
         Format::Legacy(kind) => SourceKind::Legacy(LegacyReader::from_input_with(input, kind)?),
@@ -505,9 +575,24 @@ impl Source {
     }
 }
 
-impl CaptureSource for Source {
+impl Source {
+    /// The next packet, lent until the next call; `Ok(None)` at the end of the trace
+    /// (a live source ends once stopped: [`Source::set_stop_flag`]). The same as
+    /// [`CaptureSource::next_packet`], callable without importing the trait.
+    ///
+    /// ```
+    /// # fn main() -> Result<(), tracekit::Error> {
+    /// let mut source = tracekit::open("../../samples/sample.pcap")?;
+    /// let mut bytes = 0u64;
+    /// while let Some(packet) = source.next_packet()? {
+    ///     bytes += u64::from(packet.wire_len());
+    /// }
+    /// assert!(bytes > 0);
+    /// # Ok(())
+    /// # }
+    /// ```
     #[inline(always)]
-    fn next_packet(&mut self) -> Result<Option<Packet<'_>>, Error> {
+    pub fn next_packet(&mut self) -> Result<Option<Packet<'_>>, Error> {
         let compressed = self.compression != Compression::None;
         let next = if self.filter.is_some() {
             self.next_filtered()
@@ -535,7 +620,9 @@ impl CaptureSource for Source {
         })
     }
 
-    fn stats(&self) -> Stats {
+    /// The source's counters so far (packets received, dropped by the kernel or card,
+    /// filtered out). The same as [`CaptureSource::stats`], without the trait import.
+    pub fn stats(&self) -> Stats {
         let mut stats = match &self.kind {
             SourceKind::Pcap(r) => r.stats(),
             SourceKind::Pcapng(r) => r.stats(),
@@ -551,6 +638,17 @@ impl CaptureSource for Source {
         stats.filtered = self.filtered;
         stats.captured = stats.received.saturating_sub(self.filtered);
         stats
+    }
+}
+
+impl CaptureSource for Source {
+    #[inline(always)]
+    fn next_packet(&mut self) -> Result<Option<Packet<'_>>, Error> {
+        Source::next_packet(self)
+    }
+
+    fn stats(&self) -> Stats {
+        Source::stats(self)
     }
 }
 

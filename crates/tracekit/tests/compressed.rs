@@ -4,7 +4,7 @@
 
 use std::process::Command;
 
-use tracekit::{CaptureSource, OwnedPacket};
+use tracekit::OwnedPacket;
 use tracekit_testdata::{corpus, corpus_uri, have, manifest};
 
 fn read_all(uri: &str) -> (Vec<OwnedPacket>, Option<tracekit::Error>) {

@@ -8,8 +8,8 @@
 use std::path::Path;
 
 use tracekit::{
-    CaptureSource, CreateOptions, Direction, ErrorKind, Format, LinkType, OwnedPacket, PacketKind,
-    SinkReport, TsResolution,
+    CreateOptions, Direction, ErrorKind, Format, LinkType, OwnedPacket, PacketKind, SinkReport,
+    TsResolution,
 };
 use tracekit_testdata::{corpus_dir, corpus_uri};
 

@@ -2,7 +2,7 @@
 //! every reader, with and without a filter, and nothing before the first packet or
 //! after the end.
 
-use tracekit::{CaptureSource, Packet};
+use tracekit::Packet;
 use tracekit_testdata::corpus_uri;
 
 fn same(a: &Packet<'_>, b: &Packet<'_>) -> bool {

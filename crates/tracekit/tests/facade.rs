@@ -1,7 +1,7 @@
 //! `open` detects formats by content, `create` picks them by name, and a copy through
 //! the facade is byte-identical for a same-resolution pcap.
 
-use tracekit::{CaptureSource, CreateOptions, Format, ReadMode, TsResolution};
+use tracekit::{CreateOptions, Format, ReadMode, TsResolution};
 use tracekit_testdata::corpus_uri as corpus;
 
 fn count(uri: &str) -> u64 {
@@ -160,4 +160,65 @@ fn filtered_packets_are_counted() {
         n += 1;
     }
     assert!(n < 395);
+}
+
+/// The error of a name that opens nothing (`open` returns no `Debug`-able source).
+fn open_error(uri: &str) -> tracekit::Error {
+    match tracekit::open(uri) {
+        Ok(_) => panic!("{uri} opened"),
+        Err(e) => e,
+    }
+}
+
+#[test]
+fn names_that_are_not_files_say_what_they_might_be() {
+    use tracekit::{ErrorKind, FILE_SCHEMES, LIVE_SCHEMES};
+    // An unknown scheme (libtrace's `pcapfile:`, `odp:`) lists the known ones.
+    for uri in ["pcapfile:/no/such/trace.pcap", "odp:eth0"] {
+        let e = open_error(uri);
+        assert!(matches!(e.kind(), ErrorKind::InvalidArgument(_)), "{e}");
+        let text = e.to_string();
+        let scheme = uri.split(':').next().unwrap();
+        assert!(
+            text.contains(&format!("unknown scheme '{scheme}:'")),
+            "{text}"
+        );
+        for known in FILE_SCHEMES.iter().chain(LIVE_SCHEMES) {
+            assert!(
+                text.contains(&format!("{known}:")),
+                "{known} missing: {text}"
+            );
+        }
+    }
+    // A file whose name has a colon still opens, through `file:`.
+    let dir = tempfile::tempdir().unwrap();
+    let odd = dir.path().join("odp:trace.pcap");
+    std::fs::copy(corpus("libtrace__100_packets.pcap"), &odd).unwrap();
+    assert_eq!(count(odd.to_str().unwrap()), 100);
+    assert_eq!(count(&format!("file:{}", odd.display())), 100);
+    // A bare interface name (`lo` exists on every Linux machine) suggests the live URI.
+    if std::path::Path::new("/sys/class/net/lo").exists() {
+        let e = open_error("lo");
+        assert!(e.is_not_found());
+        assert!(e.to_string().contains("open afpacket:lo"), "{e}");
+    }
+    // A plain missing file stays the operating system's error.
+    let e = open_error("/no/such/dir/trace.pcap");
+    assert!(e.is_not_found());
+    assert!(!e.to_string().contains("scheme"), "{e}");
+}
+
+/// A missing interface is `NotFound`, said once (needs CAP_NET_RAW to get that far).
+#[cfg(target_os = "linux")]
+#[test]
+fn a_missing_interface_is_not_found() {
+    let e = open_error("afpacket:nosuch0");
+    let text = e.to_string();
+    if text.contains("CAP_NET_RAW") {
+        eprintln!("not root: skipping ({text})");
+        return;
+    }
+    assert!(e.is_not_found(), "{text}");
+    assert_eq!(text.matches("no such").count(), 1, "{text}");
+    assert!(text.contains("nosuch0"), "{text}");
 }

@@ -6,7 +6,7 @@ use std::io::Write;
 use std::path::Path;
 
 use proptest::prelude::*;
-use tracekit::{CaptureSource, Compression, OpenOptions, OwnedPacket};
+use tracekit::{Compression, OpenOptions, OwnedPacket};
 use tracekit_io::{CompressOptions, ParallelWriter};
 use tracekit_testdata::{corpus, manifest};
 

@@ -9,7 +9,7 @@ use std::path::Path;
 use tracekit::analysis::{Ports, Protocols};
 use tracekit::decode::Decoded;
 use tracekit::parallel::{Distribution, Emit, Order, Parallel, Tick, TickEvery, Worker};
-use tracekit::{CaptureSource, CreateOptions, Error, Packet};
+use tracekit::{CreateOptions, Error, Packet};
 use tracekit_testdata::builder::{Ethernet, Ipv4, PacketBuilder, Tcp, Udp};
 use tracekit_testdata::corpus;
 

@@ -199,9 +199,15 @@ pub struct AfPacket {
 }
 
 fn io_err(what: &str, iface: &str, e: io::Error) -> Error {
+    if matches!(e.raw_os_error(), Some(libc::ENODEV) | Some(libc::ENXIO)) {
+        // Said once, as `NotFound`, whichever call met it first.
+        return Error::from(io::Error::new(
+            io::ErrorKind::NotFound,
+            format!("{iface}: no such network interface (`ip link` lists them)"),
+        ));
+    }
     let hint = match e.raw_os_error() {
         Some(libc::EPERM) => " (live capture needs root or CAP_NET_RAW)",
-        Some(libc::ENODEV) | Some(libc::ENXIO) => " (no such interface)",
         _ => "",
     };
     Error::from(io::Error::new(

@@ -415,7 +415,7 @@ impl DagStream {
                 self.notes.pad_records += 1;
                 continue;
             }
-            if rec.meta.kind == PacketKind::Meta && self.options.skip_meta {
+            if rec.meta.kind == PacketKind::MetaRecord && self.options.skip_meta {
                 continue;
             }
             let iface = (rec.meta.interface as usize) & 7;

@@ -11,7 +11,7 @@ use crate::record::{DecodedRecord, ErfPayload, ErfType, HEADER_LEN, decode_recor
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ErfReaderOptions {
     /// Skip `ERF_TYPE_META` provenance records instead of handing them out as packets of
-    /// kind [`PacketKind::Meta`](tracekit_core::PacketKind::Meta).
+    /// kind [`PacketKind::MetaRecord`](tracekit_core::PacketKind::MetaRecord).
     pub skip_meta: bool,
 }
 
@@ -41,7 +41,7 @@ pub struct ErfNotes {
 /// - Every other record type (META provenance, ATM, multichannel, ...) is handed out whole
 ///   as `LINKTYPE_ERF`: the record exactly as stored, so nothing is lost (its captured
 ///   length can exceed its wire length by the record's padding); META records have kind
-///   [`PacketKind::Meta`](tracekit_core::PacketKind::Meta) unless skipped.
+///   [`PacketKind::MetaRecord`](tracekit_core::PacketKind::MetaRecord) unless skipped.
 /// - The loss counter becomes [`Meta::loss`](tracekit_core::Meta::loss) (not for colour types, where the field is a
 ///   colour), the 2-bit interface [`Meta::interface`](tracekit_core::Meta::interface).
 pub type ErfReader = Reader<ErfFormat>;

@@ -51,7 +51,7 @@ pub struct DecodedRecord {
     pub caplen: usize,
     /// The packet's metadata: time stamp, wire length, link type, interface (flag bits
     /// 0-1), loss (`lctr`, 0 for colour types), kind (META records are
-    /// [`tracekit_core::PacketKind::Meta`]).
+    /// [`tracekit_core::PacketKind::MetaRecord`]).
     pub meta: tracekit_core::Meta,
 }
 
@@ -137,7 +137,7 @@ pub fn decode_record(record: &[u8]) -> Result<DecodedRecord, tracekit_core::Erro
             direction: Direction::Unknown,
             loss,
             kind: if t == ErfType::META {
-                PacketKind::Meta
+                PacketKind::MetaRecord
             } else {
                 PacketKind::Data
             },

@@ -71,7 +71,7 @@ impl<W: Write> ErfWriter<W> {
     /// Writes one packet as one record.
     pub fn write_packet(&mut self, packet: &Packet<'_>) -> Result<(), Error> {
         let meta = packet.meta();
-        if meta.kind == PacketKind::Meta && meta.link != LinkType::ERF {
+        if meta.kind == PacketKind::MetaRecord && meta.link != LinkType::ERF {
             self.losses.meta_records += 1;
             return Ok(());
         }

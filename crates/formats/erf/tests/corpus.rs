@@ -142,8 +142,9 @@ fn every_erf_file_matches_manifest_and_tshark() {
 fn record_kinds() {
     let (recs, _) = read_both_ways(&corpus("libtrace__provenance.erf"));
     assert!(
-        recs.iter()
-            .all(|r| r.kind == PacketKind::Meta && r.link == LinkType::ERF && r.framing == 24)
+        recs.iter().all(|r| r.kind == PacketKind::MetaRecord
+            && r.link == LinkType::ERF
+            && r.framing == 24)
     );
     let skip = ErfReaderOptions { skip_meta: true };
     let path = corpus("libtrace__provenance.erf");

@@ -145,7 +145,7 @@ impl<W: Write> PcapWriter<W> {
     #[inline]
     pub fn write_packet(&mut self, packet: &Packet<'_>) -> Result<(), Error> {
         let meta = packet.meta();
-        if meta.kind == PacketKind::Meta {
+        if meta.kind == PacketKind::MetaRecord {
             self.losses.meta_records += 1;
             return Ok(());
         }

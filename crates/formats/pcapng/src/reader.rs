@@ -13,7 +13,7 @@ use crate::interface::{Clocked, Interface, InterfaceStats, Section};
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct PcapngReaderOptions {
     /// Hand out every non-packet block (SHB, IDB, NRB, ISB, DSB, custom, unknown) as a
-    /// packet of kind [`PacketKind::Meta`] whose bytes are the whole block, in the byte
+    /// packet of kind [`PacketKind::MetaRecord`] whose bytes are the whole block, in the byte
     /// order of its section. Off by default: such blocks are parsed (sections,
     /// interfaces, statistics) and skipped.
     pub deliver_meta: bool,
@@ -488,7 +488,7 @@ impl PcapngFormat {
         let start = self.input.window_pos();
         self.input.consume(len);
         let mut meta = Meta::new(ts, len as u32, META_LINK_TYPE);
-        meta.kind = PacketKind::Meta;
+        meta.kind = PacketKind::MetaRecord;
         meta.interface = interface;
         Record {
             start,

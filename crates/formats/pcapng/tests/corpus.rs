@@ -244,7 +244,7 @@ fn metadata_blocks_on_request() {
     while let Some(p) = r.next_packet().unwrap() {
         match p.meta().kind {
             PacketKind::Data => data += 1,
-            PacketKind::Meta => {
+            PacketKind::MetaRecord => {
                 meta += 1;
                 first_meta_type.get_or_insert(p.data()[..4].to_vec());
             }

@@ -256,7 +256,7 @@ impl Report {
         }
         self.tcp_with_options += u64::from(any);
         if tcp.syn() {
-            let i = usize::from(tcp.ack_flag());
+            let i = usize::from(tcp.ack());
             self.syn_options[i][usize::from(set)] += 1;
             if tcp.header_len() <= 20 {
                 self.syn_without_option_space[i] += 1;

@@ -20,7 +20,9 @@ pub enum TopBy {
 /// A ranked item.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum TopKey {
-    /// A flow, with its lower (address, port) end first.
+    /// A flow, with its lower (address, port) end first. Packets without a flow key
+    /// (non-first fragments, cut TCP/UDP headers: see `Decoded::flow_key`) are counted
+    /// in the totals but rank under no flow.
     Flow(FlowKey),
     /// An IP address.
     Endpoint(IpAddr),
