@@ -392,7 +392,8 @@ fn batches_go_to_the_partition_of_their_time() {
         .into_iter()
         .enumerate()
     {
-        let ts = Some(Timestamp::from_unix_nanos(s * 1_000_000_000));
+        let t = Timestamp::from_unix_nanos(s * 1_000_000_000);
+        let ts = Some(t);
         // One batch per partition: flush when the key changes.
         if let Some((key, first)) = pending
             && key != hour.key(ts)
@@ -402,7 +403,7 @@ fn batches_go_to_the_partition_of_their_time() {
         }
         pending.get_or_insert((hour.key(ts), ts));
         let bytes = frame(i as u32);
-        let p = Packet::new(&bytes, Meta::new(ts.unwrap(), 60, LinkType::ETHERNET));
+        let p = Packet::new(&bytes, Meta::new(t, 60, LinkType::ETHERNET));
         b.push(i as u64 + 1, &p, &Decoded::new(&p));
     }
     e.push_batch(&b.finish().unwrap(), pending.unwrap().1)
