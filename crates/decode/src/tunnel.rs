@@ -37,7 +37,9 @@ impl Default for TunnelPorts {
 }
 
 /// An encapsulation found in the packet; [`crate::Decoded::inner`] decodes its payload.
+/// New kinds are added as the decoder learns them: match with a wildcard arm.
 #[derive(Clone, Copy, Debug)]
+#[non_exhaustive]
 pub enum Tunnel<'a> {
     /// IPv4 or IPv6 directly inside IP (protocol 4 or 41).
     IpInIp {

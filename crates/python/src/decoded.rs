@@ -177,13 +177,13 @@ impl Decoded {
     /// TCP sequence number (absolute).
     #[getter]
     fn tcp_seq(&self) -> Option<u32> {
-        self.with(|d| d.tcp().map(|t| t.seq()))
+        self.with(|d| d.tcp().map(|t| t.seq_number()))
     }
 
     /// TCP acknowledgement number (absolute).
     #[getter]
     fn tcp_ack(&self) -> Option<u32> {
-        self.with(|d| d.tcp().map(|t| t.ack()))
+        self.with(|d| d.tcp().map(|t| t.ack_number()))
     }
 
     /// TCP window field (unscaled).
@@ -256,7 +256,7 @@ impl Decoded {
     }
 
     /// The tunnel this level carries: `"ip-in-ip"`, `"gre"`, `"vxlan"`, `"geneve"`,
-    /// `"gtp-u"`, or `None`.
+    /// `"gtp-u"`, `"capwap"` (`"other"` for kinds newer than this module), or `None`.
     #[getter]
     fn tunnel(&self) -> Option<&'static str> {
         self.with(|d| {
@@ -266,6 +266,8 @@ impl Decoded {
                 Tunnel::Vxlan { .. } => "vxlan",
                 Tunnel::Geneve { .. } => "geneve",
                 Tunnel::GtpU { .. } => "gtp-u",
+                Tunnel::Capwap { .. } => "capwap",
+                _ => "other",
             })
         })
     }

@@ -8,7 +8,7 @@ use pyo3::exceptions::PyStopIteration;
 use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::{PyDateTime, PyMemoryView, PyTzInfo};
-use tracekit::{CaptureSource, Direction, Filter, Meta, Source};
+use tracekit::{Direction, Filter, Meta, Source};
 
 use crate::decoded::Decoded;
 use crate::error::trace_error;

@@ -15,7 +15,7 @@ use tracekit::decode::Decoded;
 use tracekit::decode::fields::Field;
 use tracekit::export::{FlowBatcher, PacketBatcher};
 use tracekit::flow::{FlowConfig, FlowTable, KeyOptions};
-use tracekit::{CaptureSource, Filter, Source};
+use tracekit::{Filter, Source};
 
 use crate::error::{compile_filter, trace_error};
 
