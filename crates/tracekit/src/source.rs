@@ -36,8 +36,18 @@ pub struct OpenOptions {
 /// ```
 /// use tracekit::{MetaRecords, OpenOptions, PacketKind};
 /// # fn main() -> Result<(), tracekit::Error> {
+/// # let dir = tempfile::tempdir().unwrap();
+/// # let path = dir.path().join("trace.pcap");
+/// # let path = path.to_str().unwrap();
+/// # {
+/// #     let frame = [0u8; 60];
+/// #     let mut sink = tracekit::create(path, &Default::default())?;
+/// #     let meta = tracekit::Meta::new(tracekit::Timestamp::from_nanos(1, 0), 60, tracekit::LinkType::ETHERNET);
+/// #     sink.write_packet(&tracekit::Packet::new(&frame, meta))?;
+/// #     sink.finish()?;
+/// # }
 /// let options = OpenOptions { meta_records: MetaRecords::Skip, ..OpenOptions::default() };
-/// let mut source = tracekit::open_with("../../samples/sample.pcap", &options)?;
+/// let mut source = tracekit::open_with(path, &options)?;
 /// while let Some(packet) = source.next_packet()? {
 ///     assert_eq!(packet.meta().kind, PacketKind::Data);
 /// }
@@ -582,7 +592,17 @@ impl Source {
     ///
     /// ```
     /// # fn main() -> Result<(), tracekit::Error> {
-    /// let mut source = tracekit::open("../../samples/sample.pcap")?;
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # let path = dir.path().join("trace.pcap");
+    /// # let path = path.to_str().unwrap();
+    /// # {
+    /// #     let frame = [0u8; 60];
+    /// #     let mut sink = tracekit::create(path, &Default::default())?;
+    /// #     let meta = tracekit::Meta::new(tracekit::Timestamp::from_nanos(1, 0), 60, tracekit::LinkType::ETHERNET);
+    /// #     sink.write_packet(&tracekit::Packet::new(&frame, meta))?;
+    /// #     sink.finish()?;
+    /// # }
+    /// let mut source = tracekit::open(path)?;
     /// let mut bytes = 0u64;
     /// while let Some(packet) = source.next_packet()? {
     ///     bytes += u64::from(packet.wire_len());
