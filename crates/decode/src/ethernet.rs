@@ -46,6 +46,10 @@ pub mod ethertype {
     pub const PBB: u16 = 0x88E7;
     /// Cisco FabricPath (DCE): a 2-byte FTag/TTL, then the original Ethernet frame.
     pub const FABRICPATH: u16 = 0x8903;
+    /// Cisco VN-Tag: a 4-byte tag, then the next EtherType.
+    pub const VNTAG: u16 = 0x8926;
+    /// IEEE 802.1BR E-Tag: a 6-byte tag, then the next EtherType.
+    pub const ETAG: u16 = 0x893F;
 }
 
 /// An Ethernet header whose 14 bytes were captured.

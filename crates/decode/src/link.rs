@@ -139,6 +139,14 @@ mod pbb {
     pub const LEN: usize = 18;
 }
 
+/// Port-extender tags after their EtherType: the tag, then the next EtherType.
+mod extender {
+    /// Cisco VN-Tag: direction, pointer, destination and source virtual interfaces.
+    pub const VNTAG_LEN: usize = 6;
+    /// IEEE 802.1BR E-Tag: PCP, DEI, ingress and egress E-CIDs.
+    pub const ETAG_LEN: usize = 8;
+}
+
 /// Cisco FabricPath after its EtherType: FTag (10 bits) and TTL (6 bits), then the
 /// original frame's destination, source and EtherType.
 mod fabricpath {
@@ -741,6 +749,20 @@ pub(crate) fn chain(
                 et = next;
                 off += pbb::LEN;
             }
+            ethertype::VNTAG | ethertype::ETAG => {
+                let len = if et == ethertype::VNTAG {
+                    extender::VNTAG_LEN
+                } else {
+                    extender::ETAG_LEN
+                };
+                let Some(next) = be16(b, off + len - 2) else {
+                    an.insert(Anomaly::LinkTruncated);
+                    et = 0;
+                    break;
+                };
+                et = next;
+                off += len;
+            }
             ethertype::FABRICPATH => {
                 let Some(next) = be16(b, off + fabricpath::NEXT_TYPE) else {
                     an.insert(Anomaly::LinkTruncated);
@@ -860,6 +882,16 @@ impl Iterator for ShimWalk<'_> {
             ethertype::PBB => {
                 self.et = be16(self.b, self.off + pbb::NEXT_TYPE)?;
                 self.off += pbb::LEN;
+                self.next()
+            }
+            ethertype::VNTAG | ethertype::ETAG => {
+                let len = if self.et == ethertype::VNTAG {
+                    extender::VNTAG_LEN
+                } else {
+                    extender::ETAG_LEN
+                };
+                self.et = be16(self.b, self.off + len - 2)?;
+                self.off += len;
                 self.next()
             }
             ethertype::FABRICPATH => {

@@ -1,6 +1,8 @@
 //! Link encapsulations the corpus lacks, built byte by byte and checked against tshark:
 //! Cisco HDLC framing inside captures labelled PPP (link types 9 and 50, address byte
-//! 0x0F or 0x8F) and Cisco FabricPath (EtherType 0x8903) around a tagged Ethernet frame.
+//! 0x0F or 0x8F), Cisco FabricPath (EtherType 0x8903) around a tagged Ethernet frame,
+//! the port-extender tags VN-Tag (0x8926) and 802.1BR E-Tag (0x893F), and 802.11 inside
+//! Aruba GRE and CAPWAP.
 
 use tracekit_core::{LinkType, Meta, Packet, Timestamp};
 use tracekit_decode::Decoded;
@@ -229,5 +231,40 @@ fn wireless_tunnels_aruba_gre_and_capwap() {
         let (addrs, ports) = levels(f);
         assert_eq!(addrs, t[0]);
         assert_eq!(ports, format!("{}~{}", t[1], t[2]));
+    }
+}
+
+#[test]
+fn port_extender_tags() {
+    let eth = |tags: &[u8]| {
+        let mut f = vec![2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1];
+        f.extend(tags);
+        f.extend(ipv4_udp());
+        let n = f.len();
+        (f, n)
+    };
+    let frames = vec![
+        // VN-Tag (dir 1, dst vif 5, src vif 9), then IPv4.
+        eth(&[0x89, 0x26, 0x80, 0x05, 0x00, 0x09, 0x08, 0x00]),
+        // E-Tag (E-CID 300), then a VLAN tag 10, then IPv4.
+        eth(&[
+            0x89, 0x3f, 0, 0, 0x11, 0x2c, 0, 0, 0x81, 0x00, 0x00, 0x0a, 0x08, 0x00,
+        ]),
+        // VN-Tag after a VLAN tag 20.
+        eth(&[0x81, 0x00, 0x00, 0x14, 0x89, 0x26, 0, 1, 0, 2, 0x08, 0x00]),
+    ];
+    let want = [
+        ["192.0.2.1", "", "9999", "", "17"],
+        ["192.0.2.1", "", "9999", "10", "17"],
+        ["192.0.2.1", "", "9999", "20", "17"],
+    ];
+    for ((f, _), w) in frames.iter().zip(&want) {
+        assert_eq!(ours(f, LinkType::ETHERNET), w);
+    }
+    if have("tshark") {
+        let t = theirs(&frames, 1);
+        for ((f, _), t) in frames.iter().zip(&t) {
+            assert_eq!(&ours(f, LinkType::ETHERNET), t);
+        }
     }
 }
