@@ -16,6 +16,7 @@ use tracekit::export::{
 use tracekit::flow::{FlowConfig, FlowRecord, FlowTable};
 
 use crate::Outcome;
+use crate::flows::FlowsWorker;
 use crate::numbered::{compile, each_packet};
 
 /// Write one row per packet (or per flow with `--flows`) to Parquet, with typed columns
@@ -138,7 +139,7 @@ pub fn run(args: ExportArgs) -> Result<Outcome> {
         (false, false) => packets(&args, &mut export)?,
         (false, true) => packets_parallel(&args, &fields, filter, partition, &mut export)?,
         (true, false) => flows(&args, &mut export)?,
-        (true, true) => flows_parallel(&args, filter, &mut export)?,
+        (true, true) => flows_parallel(&args, &mut export)?,
     };
     let interrupted = stop.is_stopped();
     let complete = failure.is_none() && !interrupted;
@@ -317,13 +318,11 @@ fn packets_parallel(
         if let Some(e) = error {
             return Err(e.into());
         }
-        if let Some(e) = done.error {
-            let read = e
-                .packet()
-                .map_or(done.stats.packets, |p| p.saturating_sub(1));
-            return Ok(Some((file.clone(), e, read)));
+        let (_, ended, stats) = crate::numbered::ended_run(done);
+        if let Some(e) = ended.error {
+            return Ok(Some((file.clone(), e, ended.read)));
         }
-        offset += done.stats.packets;
+        offset += stats.packets;
     }
     Ok(None)
 }
@@ -362,73 +361,35 @@ fn flows(args: &ExportArgs, export: &mut ParquetExport) -> Result<Failure> {
     }
 }
 
-/// One flow table per worker, as `tracekit flows --threads`.
-struct FlowWorker {
-    table: FlowTable,
-    filter: Option<Filter>,
-}
-
-impl tracekit::parallel::Worker for FlowWorker {
-    type Item = FlowRecord;
-
-    fn packet(
-        &mut self,
-        packet: &tracekit::Packet<'_>,
-        out: &mut tracekit::parallel::Emit<'_, FlowRecord>,
-    ) -> Result<(), tracekit::Error> {
-        if let Some(f) = self.filter.as_mut()
-            && !f.matches(packet)?
-        {
-            return Ok(());
-        }
-        self.table.add(packet, &mut |r| out.emit(*r));
-        Ok(())
-    }
-
-    fn finish(
-        &mut self,
-        out: &mut tracekit::parallel::Emit<'_, FlowRecord>,
-    ) -> Result<(), tracekit::Error> {
-        self.table.finish(&mut |r| out.emit(*r));
-        Ok(())
-    }
-}
-
-fn flows_parallel(
-    args: &ExportArgs,
-    filter: Option<Filter>,
-    export: &mut ParquetExport,
-) -> Result<Failure> {
+fn flows_parallel(args: &ExportArgs, export: &mut ParquetExport) -> Result<Failure> {
     let mut error = None;
     for file in &args.files {
         if crate::ctrl_c_stop().is_stopped() {
             break;
         }
-        let mut source = crate::open_source(file)?;
-        let done = tracekit::parallel::Parallel::new(args.threads)
-            .stop_flag(crate::ctrl_c_stop().flag())
-            .run(
-                &mut source,
-                |_| FlowWorker {
-                    table: FlowTable::new(FlowConfig::default()),
-                    filter: filter.clone(),
-                },
-                |_, r| {
-                    if error.is_none()
-                        && let Err(e) = export.push_flow(&r)
-                    {
-                        error = Some(e);
-                    }
-                },
-            )?;
+        // The same workers as `tracekit flows --threads`; the filter runs in the reader
+        // (flow records have no packet numbers to keep).
+        let (_, ended, _) = crate::numbered::run_parallel(
+            file,
+            args.filter.as_deref(),
+            tracekit::parallel::Parallel::new(args.threads),
+            |_| FlowsWorker {
+                table: FlowTable::new(FlowConfig::default()),
+                defrag: None,
+            },
+            |_, r| {
+                if error.is_none()
+                    && let Err(e) = export.push_flow(&r)
+                {
+                    error = Some(e);
+                }
+            },
+        )?;
         if let Some(e) = error {
             return Err(e.into());
         }
-        if let Some(e) = done.error {
-            let read = e
-                .packet()
-                .map_or(done.stats.packets, |p| p.saturating_sub(1));
-            return Ok(Some((file.clone(), e, read)));
+        if let Some(e) = ended.error {
+            return Ok(Some((file.clone(), e, ended.read)));
         }
     }
     Ok(None)

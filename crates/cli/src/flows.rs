@@ -359,10 +359,11 @@ pub fn run(args: FlowsArgs) -> Result<Outcome> {
     Ok(Outcome::Ok)
 }
 
-/// One worker of a parallel run: a flow table (and defragmenter) of its own.
-struct FlowsWorker {
-    table: FlowTable,
-    defrag: Option<Defragmenter>,
+/// One worker of a parallel run: a flow table (and defragmenter) of its own. Its flows
+/// still open at the end are handed out by `finish`, in the run.
+pub struct FlowsWorker {
+    pub table: FlowTable,
+    pub defrag: Option<Defragmenter>,
 }
 
 impl tracekit::parallel::Worker for FlowsWorker {
@@ -381,6 +382,14 @@ impl tracekit::parallel::Worker for FlowsWorker {
             None => *packet,
         };
         self.table.add(&packet, &mut |r| out.emit(*r));
+        Ok(())
+    }
+
+    fn finish(
+        &mut self,
+        out: &mut tracekit::parallel::Emit<'_, FlowRecord>,
+    ) -> Result<(), tracekit::Error> {
+        self.table.finish(&mut |r| out.emit(*r));
         Ok(())
     }
 }
@@ -419,9 +428,9 @@ fn run_parallel(
                 },
                 |_, r| write(&r, out),
             )?;
-        // Each file's flows end with it (the workers do not outlive the run).
-        for mut w in done.workers {
-            w.table.finish(&mut |r| write(r, out));
+        // Each file's flows end with it: the workers' `finish` handed out the open ones.
+        let (workers, ended, _) = crate::numbered::ended_run(done);
+        for w in workers {
             let s = w.table.stats();
             stats.packets += s.packets;
             stats.not_ip += s.not_ip;
@@ -432,8 +441,8 @@ fn run_parallel(
             stats.evicted += s.evicted;
             stats.reused += s.reused;
         }
-        if let Some(e) = done.error {
-            failure = Some((file.clone(), e, done.stats.packets));
+        if let Some(e) = ended.error {
+            failure = Some((file.clone(), e, ended.read));
             break;
         }
     }

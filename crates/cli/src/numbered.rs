@@ -163,7 +163,7 @@ fn run_live<W: tracekit::parallel::Worker>(
 }
 
 /// The workers, how the read ended and the figures of a finished run.
-fn ended_run<W>(
+pub fn ended_run<W>(
     done: tracekit::parallel::Finished<W>,
 ) -> (Vec<W>, Ended, tracekit::parallel::RunStats) {
     // A worker's error stops the run at its packet: the ones before it count.
