@@ -67,6 +67,9 @@ const METHODS: &[&[u8]] = &[
     b"VERSION-CONTROL",
 ];
 
+/// The longest first word of a start line: a method (`BASELINE-CONTROL`) or a version.
+const MAX_FIRST_WORD: usize = 16;
+
 /// The first line of a head.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Start<'a> {
@@ -116,18 +119,29 @@ impl<'a> Head<'a> {
     /// method, a space, the target) or a status line (`HTTP/x.y`, a space, three
     /// digits).
     pub fn parse(payload: &'a [u8]) -> Option<Head<'a>> {
-        let (first, fields) = line(payload);
+        // The first word decides before any line is scanned: most TCP payloads are not
+        // HTTP, and their first bytes say so.
+        let word_end = payload
+            .iter()
+            .take(MAX_FIRST_WORD + 1)
+            .position(|&c| c == b' ')
+            .unwrap_or(payload.len().min(MAX_FIRST_WORD + 1));
+        let word = &payload[..word_end];
+        if !word.starts_with(b"HTTP/") && !METHODS.contains(&word) {
+            return None;
+        }
         // A capture that ends right after a method: Wireshark reads it as that request.
-        if !payload.contains(&b'\n') && METHODS.contains(&first) {
+        if word_end == payload.len() && METHODS.contains(&word) {
             return Some(Head {
                 start: Start::Request {
-                    method: first,
+                    method: word,
                     target: &[],
                 },
                 version: &[],
-                fields,
+                fields: &[],
             });
         }
+        let (first, fields) = line(payload);
         let mut words = first.splitn(3, |&c| c == b' ');
         let w0 = words.next()?;
         let w1 = words.next()?;
