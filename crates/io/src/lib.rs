@@ -42,20 +42,12 @@ mod decompress;
 mod input;
 #[allow(unsafe_code)]
 pub mod mmap;
+mod output;
 mod reader;
 
 pub use compress::{CompressOptions, GZIP_MEMBER_SUBFIELD, ParallelWriter};
 pub use compression::Compression;
 pub use decompress::{DECOMPRESSED_BLOCK, MAX_SPLIT_MEMBER, MAX_WHOLE_INFLATE, decompress_here};
 pub use input::{BLOCK_SIZE, Input, ReadMode};
+pub use output::{RecordBuffer, WRITE_BUFFER};
 pub use reader::Reader;
-
-/// Flushes a buffered writer and returns the writer inside; a failure to flush is the
-/// error (the output is then incomplete). Every file writer ends this way.
-pub fn finish_buffered<W: std::io::Write>(
-    mut out: std::io::BufWriter<W>,
-) -> Result<W, tracekit_core::Error> {
-    std::io::Write::flush(&mut out)?;
-    out.into_inner()
-        .map_err(|e| tracekit_core::Error::from(e.into_error()))
-}

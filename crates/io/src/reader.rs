@@ -93,7 +93,7 @@ impl<F: RecordFormat<Input = Input>> Reader<F> {
     }
 
     /// The next packet, borrowed from the input buffer until the next call.
-    #[inline]
+    #[inline(always)]
     pub fn next_packet(&mut self) -> Result<Option<Packet<'_>>, Error> {
         // Not `next_where(|_| Ok(true))`: lending a packet only to ask a constant slices
         // the window twice, and the bounds checks of the first lend do not fold away.

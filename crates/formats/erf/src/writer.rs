@@ -1,6 +1,8 @@
 //! ERF writer.
 
-use std::io::{BufWriter, Write};
+use std::io::Write;
+
+use tracekit_io::RecordBuffer;
 
 use tracekit_core::{
     CaptureSink, Direction, Error, LinkType, Packet, PacketKind, SinkReport, Timestamp,
@@ -33,7 +35,7 @@ struct Losses {
 /// the interface in the flags, the loss counter. What ERF cannot carry (direction,
 /// interfaces above 3, comments, counts above 16 bits) is counted in the report.
 pub struct ErfWriter<W: Write> {
-    out: BufWriter<W>,
+    out: RecordBuffer<W>,
     options: ErfWriterOptions,
     packets: u64,
     bytes: u64,
@@ -49,7 +51,7 @@ impl<W: Write> ErfWriter<W> {
     /// A writer over `out`, buffered internally.
     pub fn new(out: W, options: ErfWriterOptions) -> ErfWriter<W> {
         ErfWriter {
-            out: BufWriter::with_capacity(1 << 20, out),
+            out: RecordBuffer::new(out),
             options,
             packets: 0,
             bytes: 0,
@@ -151,10 +153,10 @@ impl<W: Write> ErfWriter<W> {
         head[10..12].copy_from_slice(&(rlen as u16).to_be_bytes());
         head[12..14].copy_from_slice(&lctr.to_be_bytes());
         head[14..16].copy_from_slice(&wlen.to_be_bytes());
-        self.out.write_all(&head)?;
-        self.out.write_all(type_header)?;
-        self.out.write_all(&data[..caplen])?;
-        self.out.write_all(&PAD[..rlen - framing - caplen])?;
+        self.out.put(&head)?;
+        self.out.put(type_header)?;
+        self.out.put(&data[..caplen])?;
+        self.out.put(&PAD[..rlen - framing - caplen])?;
         self.packets += 1;
         self.bytes += rlen as u64;
         Ok(())
@@ -185,8 +187,8 @@ impl<W: Write> ErfWriter<W> {
         head.copy_from_slice(&data[..HEADER_LEN]);
         head[0..8].copy_from_slice(&erf_time(packet.ts())?.to_le_bytes());
         head[10..12].copy_from_slice(&(rlen as u16).to_be_bytes());
-        self.out.write_all(&head)?;
-        self.out.write_all(body)?;
+        self.out.put(&head)?;
+        self.out.put(body)?;
         self.packets += 1;
         self.bytes += rlen as u64;
         Ok(())
@@ -217,7 +219,7 @@ impl<W: Write> ErfWriter<W> {
     /// Flushes and returns the inner writer with the report.
     pub fn finish_into_inner(self) -> Result<(W, SinkReport), Error> {
         let report = self.report();
-        let inner = tracekit_io::finish_buffered(self.out)?;
+        let inner = self.out.into_inner()?;
         Ok((inner, report))
     }
 

@@ -1,6 +1,8 @@
 //! pcap writer.
 
-use std::io::{BufWriter, Write};
+use std::io::Write;
+
+use tracekit_io::RecordBuffer;
 
 use tracekit_core::{
     CaptureSink, Direction, Error, LinkType, Packet, PacketKind, SinkReport, TsResolution,
@@ -79,7 +81,7 @@ struct Losses {
 /// # Ok::<(), tracekit_core::Error>(())
 /// ```
 pub struct PcapWriter<W: Write> {
-    out: BufWriter<W>,
+    out: RecordBuffer<W>,
     options: PcapWriterOptions,
     link_type: Option<LinkType>,
     packets: u64,
@@ -88,7 +90,7 @@ pub struct PcapWriter<W: Write> {
 }
 
 impl<W: Write> PcapWriter<W> {
-    /// A writer over `out` (buffered internally in 1 MiB blocks). The file header is
+    /// A writer over `out` (buffered internally: [`tracekit_io::WRITE_BUFFER`]). The file header is
     /// written with the first packet, or by `finish` for an empty file.
     pub fn new(out: W, options: PcapWriterOptions) -> Result<PcapWriter<W>, Error> {
         if options.resolution != TsResolution::MICRO && options.resolution != TsResolution::NANO {
@@ -98,7 +100,7 @@ impl<W: Write> PcapWriter<W> {
             )));
         }
         Ok(PcapWriter {
-            out: BufWriter::with_capacity(1 << 20, out),
+            out: RecordBuffer::new(out),
             link_type: None,
             options,
             packets: 0,
@@ -135,7 +137,7 @@ impl<W: Write> PcapWriter<W> {
             link_type,
             fcs_len: None,
         };
-        self.out.write_all(&header.to_bytes())?;
+        self.out.put(&header.to_bytes())?;
         self.bytes += 24;
         self.link_type = Some(link_type);
         Ok(())
@@ -165,7 +167,7 @@ impl<W: Write> PcapWriter<W> {
             .with_packet(self.packets + 1));
         }
         let res = self.options.resolution;
-        if !meta.ts.is_exact_in(res) {
+        if meta.ts.resolution() != res && !meta.ts.is_exact_in(res) {
             if !self.options.allow_precision_loss {
                 let hint = if res == TsResolution::MICRO {
                     "allow precision loss to round it, or write ns"
@@ -187,7 +189,6 @@ impl<W: Write> PcapWriter<W> {
             self.losses.snapped += 1;
         }
         let bo = self.options.byte_order;
-        let mut rec = [0u8; 16];
         let (secs, frac) = meta.ts.split(res);
         let Ok(secs) = u32::try_from(secs) else {
             return Err(Error::unsupported(format!(
@@ -195,12 +196,16 @@ impl<W: Write> PcapWriter<W> {
                 meta.ts
             )));
         };
-        rec[0..4].copy_from_slice(&bo.put_u32(secs));
-        rec[4..8].copy_from_slice(&bo.put_u32(frac as u32));
-        rec[8..12].copy_from_slice(&bo.put_u32(caplen as u32));
-        rec[12..16].copy_from_slice(&bo.put_u32(meta.wire_len));
-        self.out.write_all(&rec)?;
-        self.out.write_all(&data[..caplen])?;
+        let wire_len = meta.wire_len;
+        self.out.put_head(
+            |rec: &mut [u8; 16]| {
+                rec[0..4].copy_from_slice(&bo.put_u32(secs));
+                rec[4..8].copy_from_slice(&bo.put_u32(frac as u32));
+                rec[8..12].copy_from_slice(&bo.put_u32(caplen as u32));
+                rec[12..16].copy_from_slice(&bo.put_u32(wire_len));
+            },
+            &data[..caplen],
+        )?;
         self.packets += 1;
         self.bytes += 16 + caplen as u64;
         Ok(())
@@ -250,7 +255,7 @@ impl<W: Write> PcapWriter<W> {
             self.write_header(self.options.link_type.unwrap_or(LinkType::ETHERNET))?;
         }
         let report = self.report();
-        let inner = tracekit_io::finish_buffered(self.out)?;
+        let inner = self.out.into_inner()?;
         Ok((inner, report))
     }
 

@@ -1,7 +1,9 @@
 //! pcapng writer.
 
 use std::collections::HashSet;
-use std::io::{BufWriter, Write};
+use std::io::Write;
+
+use tracekit_io::RecordBuffer;
 
 use tracekit_core::{
     ByteOrder, CaptureSink, Direction, Error, InterfaceInfo, LinkType, Packet, PacketKind,
@@ -83,7 +85,7 @@ struct Losses {
 /// seen) in order 0, 1, 2, ...; a packet whose interface, link type and time stamp
 /// resolution need a new IDB gets the next free number, counted in the report.
 pub struct PcapngWriter<W: Write> {
-    out: BufWriter<W>,
+    out: RecordBuffer<W>,
     options: PcapngWriterOptions,
     started: bool,
     idbs: Vec<Idb>,
@@ -102,7 +104,7 @@ impl<W: Write> PcapngWriter<W> {
     /// A writer over `out`, buffered internally.
     pub fn new(out: W, options: PcapngWriterOptions) -> Result<PcapngWriter<W>, Error> {
         Ok(PcapngWriter {
-            out: BufWriter::with_capacity(1 << 20, out),
+            out: RecordBuffer::new(out),
             options,
             started: false,
             idbs: Vec::new(),
@@ -139,10 +141,10 @@ impl<W: Write> PcapngWriter<W> {
     fn write_block(&mut self, block_type: u32, body: &[u8]) -> Result<(), Error> {
         let order = self.options.byte_order;
         let total = (12 + body.len()) as u32;
-        self.out.write_all(&order.put_u32(block_type))?;
-        self.out.write_all(&order.put_u32(total))?;
-        self.out.write_all(body)?;
-        self.out.write_all(&order.put_u32(total))?;
+        self.out.put(&order.put_u32(block_type))?;
+        self.out.put(&order.put_u32(total))?;
+        self.out.put(body)?;
+        self.out.put(&order.put_u32(total))?;
         self.bytes += u64::from(total);
         Ok(())
     }
@@ -361,11 +363,11 @@ impl<W: Write> PcapngWriter<W> {
         head[16..20].copy_from_slice(&order.put_u32(t as u32));
         head[20..24].copy_from_slice(&order.put_u32(caplen as u32));
         head[24..28].copy_from_slice(&order.put_u32(meta.wire_len));
-        self.out.write_all(&head)?;
-        self.out.write_all(&data[..caplen])?;
-        self.out.write_all(&[0u8; 3][..padded(caplen) - caplen])?;
-        self.out.write_all(&self.scratch)?;
-        self.out.write_all(&order.put_u32(total))?;
+        self.out.put(&head)?;
+        self.out.put(&data[..caplen])?;
+        self.out.put(&[0u8; 3][..padded(caplen) - caplen])?;
+        self.out.put(&self.scratch)?;
+        self.out.put(&order.put_u32(total))?;
         self.packets += 1;
         self.bytes += u64::from(total);
         Ok(())
@@ -388,7 +390,7 @@ impl<W: Write> PcapngWriter<W> {
     pub fn finish_into_inner(mut self) -> Result<(W, SinkReport), Error> {
         self.start()?;
         let report = self.report();
-        let inner = tracekit_io::finish_buffered(self.out)?;
+        let inner = self.out.into_inner()?;
         Ok((inner, report))
     }
 
