@@ -4,13 +4,14 @@
 # table shows median wall-clock times, the ratio peer/tracekit (above 1: tracekit is
 # faster) and whether the result lines agree.
 #
-#   T1 count      tracekit-bench t1   | libpcap (pcap_next_ex)
-#   T2 tcp        tracekit-bench t2   | libtins
-#   T3 tcpopts    tracekit-bench t3   | libtins
-#   T4 dns        tracekit-bench t4   | libtins
-#   T5 ports      tracekit-bench t5   | libtrace 3
-#   T6 gzread     tracekit-bench t6   | libtrace 3, zcat | libpcap
-#   T7 bz2read    tracekit-bench t7   | libtrace 3, bzcat | libpcap
+#   T1 count      tracekit-bench t1   | libpcap (pcap_next_ex), libtrace 3, pcap-parser, gopacket
+#   T2 tcp        tracekit-bench t2   | libtins, etherparse, gopacket
+#   T3 tcpopts    tracekit-bench t3   | libtins, etherparse, gopacket
+#   T4 dns        tracekit-bench t4   | libtins, domain, gopacket
+#   T5 ports      tracekit-bench t5   | libtrace 3, etherparse, gopacket
+#   T6 gzread     tracekit-bench t6   | libtrace 3, zcat | libpcap, flate2, Go gzip,
+#                                       rapidgzip -P 2 (decompression alone)
+#   T7 bz2read    tracekit-bench t7   | libtrace 3, bzcat | libpcap, lbzip2 -n 2 (alone)
 #   T8 gzwrite    tracekit-bench t8   | libtrace 3, gzip -6
 #   T10 flows     tracekit-bench t10  | gopacket (DecodingLayerParser), libtins (5-tuple
 #                                         tables), tshark -q -z conv,tcp -z conv,udp
@@ -20,7 +21,10 @@
 #   anon          tracekit anon       | traceanon -s -d -c KEY (libtrace 3; the IPv4 packets)
 #   report        tracekit report     | tracereport (libtrace 3; every report but flows)
 #
-# The peers are written in benches/peers/ and built here with the system libraries
+# The Rust and Go rows are ../shared/peers' programs (pcap-parser + etherparse + domain +
+# flate2; gopacket), built by its build.sh into target/peers when that folder is there
+# (PEERS=DIR names another); their known differences from tracekit's results are listed in
+# its README. The C peers are written in benches/peers/ and built here with the system libraries
 # (libpcap-dev, libtins-dev, libtrace3-dev; installed when run as root). Inputs come from
 # tracekit-gen (400,000 packets; the same cut to 96 bytes; its DNS packets alone) unless BENCH_INPUT names a
 # file to use for every task. RUNS=n sets the runs, ONLY=regex the tasks (by name). The peer harness of ../shared/bench, when present, can
@@ -44,6 +48,10 @@ g++ -O2 -o "$out/libtins_streams" benches/peers/libtins_streams.cpp -ltins
 # gopacket comes through the Go module proxy (go.sum pins it).
 (cd benches/peers/gopacket_flows && go build -o "../../../$out/gopacket_flows" .)
 (cd benches/peers/gopacket_streams && go build -o "../../../$out/gopacket_streams" .)
+peers_src="${PEERS:-../shared/peers}"
+if [ -x "$peers_src/build.sh" ] && { [ ! -x target/peers/rust-peer ] || [ ! -x target/peers/go-peer ]; }; then
+    "$peers_src/build.sh" >/dev/null
+fi
 cargo build --release -q -p tracekit-bench --bin tracekit-bench --bin tracekit-gen
 cargo build --release -q -p tracekit-cli
 bin=target/release
@@ -93,6 +101,31 @@ w=@W@
 tk="$bin/tracekit"
 dg="$bin/tracekit-bench digest"
 
+# The Rust and Go peers' rows, where they were built: tasks t1-t6 on the same inputs.
+peer_rows=()
+for peer in "rust-peer^pcap-parser/etherparse" "go-peer^gopacket"; do
+    p=target/peers/${peer%%^*}
+    [ -x "$p" ] || continue
+    lib=${peer#*^}
+    peer_rows+=(
+        "T1 count^$bin/tracekit-bench t1 $full^$lib^$p t1 $full"
+        "T1 count (96 B)^$bin/tracekit-bench t1 $snap^$lib^$p t1 $snap"
+        "T2 tcp^$bin/tracekit-bench t2 $full^$lib^$p t2 $full"
+        "T2 tcp (96 B)^$bin/tracekit-bench t2 $snap^$lib^$p t2 $snap"
+        "T3 tcpopts^$bin/tracekit-bench t3 $full^$lib^$p t3 $full"
+        "T3 tcpopts (96 B)^$bin/tracekit-bench t3 $snap^$lib^$p t3 $snap"
+        "T4 dns^$bin/tracekit-bench t4 $full^$lib^$p t4 $full"
+        "T4 dns (DNS only)^$bin/tracekit-bench t4 $dns^$lib^$p t4 $dns"
+        "T5 ports^$bin/tracekit-bench t5 $full^$lib^$p t5 $full"
+        "T5 ports (96 B)^$bin/tracekit-bench t5 $snap^$lib^$p t5 $snap"
+        "T6 gzread^$bin/tracekit-bench t6 $full.gz^$lib^$p t6 $full.gz"
+    )
+done
+# Decompression alone on 2 cores, to /dev/null: a lower bound for any reader (no result
+# lines, so these rows always show as differing).
+command -v rapidgzip >/dev/null && peer_rows+=("T6 gzread^$bin/tracekit-bench t6 $full.gz^rapidgzip -P 2 (alone)^rapidgzip -d -c -P 2 $full.gz > /dev/null")
+command -v lbzip2 >/dev/null && peer_rows+=("T7 bz2read^$bin/tracekit-bench t7 $full.bz2^lbzip2 -n 2 (alone)^lbzip2 -d -c -n 2 $full.bz2 > /dev/null")
+
 # task ^ tracekit command ^ peer name ^ peer command [^ tracekit check ^ peer check]
 # Without checks, the commands' own outputs are compared; with them, the checks' outputs
 # (digests of the files written). Commands with | or > run under bash.
@@ -124,6 +157,7 @@ tasks=(
     "anon^$tk anon --checksums zero -c $key $v4 $w/anon-ours.pcap^traceanon^traceanon -s -d -c $key pcapfile:$v4 pcapfile:$w/anon-theirs.pcap^$dg $w/anon-ours.pcap^$dg $w/anon-theirs.pcap"
     "report^$tk report --json $full > $w/report.json^tracereport^cd $w && tracereport pcapfile:$full 2>/dev/null^grep -o packets.:[0-9]* $w/report.json | head -1 | tr -dc 0-9^grep -o 'Total Packets: [0-9]*' $w/misc.rpt | tr -dc 0-9"
     "split 100k (96 B)^$tk split --packets 100000 $snap $w/ssplit-ours/s.pcap^editcap -c^editcap -c 100000 $snap $w/ssplit-theirs/e.pcap^bash -c \"$dg $w/ssplit-ours/*\"^bash -c \"$dg $w/ssplit-theirs/*\""
+    "${peer_rows[@]}"
 )
 
 # ONLY=regex keeps the tasks whose name matches.
