@@ -448,6 +448,14 @@ pub(crate) fn ethernet(b: &[u8], off: usize, mut li: LinkInfo, an: &mut Anomalie
         return li;
     };
     let body = off + ethernet::field::LEN;
+    // Most frames carry IP directly: what `chain` would conclude at once, without the call.
+    if et == ethertype::IPV4 || et == ethertype::IPV6 {
+        li.chain_off = body as u32;
+        li.chain_type = et;
+        li.l3_off = body as u32;
+        li.ethertype = et;
+        return li;
+    }
     if et <= ethernet::MAX_LENGTH {
         // 802.3: the field is a length; LLC follows.
         let end = (body + usize::from(et)).min(b.len());
