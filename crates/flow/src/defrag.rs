@@ -16,6 +16,8 @@ use rustc_hash::FxHashMap;
 use tracekit_core::{Meta, Packet};
 use tracekit_decode::{Decoded, ipv6_ext};
 
+use crate::order::{Linked, Links, NIL, Order};
+
 /// Which fragment's bytes win where fragments overlap.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum OverlapPolicy {
@@ -210,7 +212,6 @@ struct FragKey {
     version: u8,
 }
 
-const NIL: u32 = u32::MAX;
 /// Buffers of a finished datagram larger than this are freed rather than kept for the
 /// next one, so that idle slots hold little memory.
 const KEEP_CAPACITY: usize = 4096;
@@ -243,8 +244,17 @@ struct Datagram {
     /// Table clock at the first fragment.
     born: u64,
     key: Option<FragKey>,
-    prev: u32,
-    next: u32,
+    links: Links,
+}
+
+impl Linked for Datagram {
+    fn links(&self) -> &Links {
+        &self.links
+    }
+
+    fn links_mut(&mut self) -> &mut Links {
+        &mut self.links
+    }
 }
 
 impl Datagram {
@@ -259,8 +269,8 @@ pub struct Defragmenter {
     map: FxHashMap<FragKey, u32>,
     slots: Vec<Datagram>,
     free: Vec<u32>,
-    head: u32,
-    tail: u32,
+    /// Datagrams in progress, oldest first.
+    order: Order,
     now: u64,
     out: Vec<u8>,
     /// The data length (after the IP headers) of the last datagram completed.
@@ -294,8 +304,7 @@ impl Defragmenter {
             map: FxHashMap::default(),
             slots: Vec::new(),
             free: Vec::new(),
-            head: NIL,
-            tail: NIL,
+            order: Order::EMPTY,
             now: 0,
             out: Vec::new(),
             last_len: 0,
@@ -365,9 +374,11 @@ impl Defragmenter {
         if t == 0 {
             return;
         }
-        while self.head != NIL && self.now.saturating_sub(self.slots[self.head as usize].born) >= t
-        {
-            self.drop_datagram(self.head, DefragAnomaly::Timeout);
+        while let Some(oldest) = self.order.first() {
+            if self.now.saturating_sub(self.slots[oldest as usize].born) < t {
+                break;
+            }
+            self.drop_datagram(oldest, DefragAnomaly::Timeout);
         }
     }
 
@@ -413,17 +424,19 @@ impl Defragmenter {
             0
         };
         let grow = (end as usize).saturating_sub(g.data.len()) * 2 + header_len;
-        while self.stats.bytes + grow > self.config.max_bytes && self.head != NIL {
-            if self.head == idx {
-                if self.slots[idx as usize].next == NIL {
-                    break;
-                }
-                // Keep the datagram being added to: evict the next oldest.
-                let victim = self.slots[idx as usize].next;
-                self.drop_datagram(victim, DefragAnomaly::Evicted);
-            } else {
-                self.drop_datagram(self.head, DefragAnomaly::Evicted);
-            }
+        while self.stats.bytes + grow > self.config.max_bytes {
+            let Some(oldest) = self.order.first() else {
+                break;
+            };
+            // Keep the datagram being added to: evict the next oldest.
+            let victim = match oldest == idx {
+                true => match Order::after(&self.slots, idx) {
+                    Some(next) => next,
+                    None => break,
+                },
+                false => oldest,
+            };
+            self.drop_datagram(victim, DefragAnomaly::Evicted);
         }
         self.stats.bytes += grow;
         self.stats.peak_bytes = self.stats.peak_bytes.max(self.stats.bytes);
@@ -500,8 +513,10 @@ impl Defragmenter {
     }
 
     fn create(&mut self, key: FragKey) -> u32 {
-        if self.map.len() >= self.config.max_datagrams && self.head != NIL {
-            self.drop_datagram(self.head, DefragAnomaly::Evicted);
+        if self.map.len() >= self.config.max_datagrams
+            && let Some(oldest) = self.order.first()
+        {
+            self.drop_datagram(oldest, DefragAnomaly::Evicted);
         }
         let idx = match self.free.pop() {
             Some(i) => i,
@@ -518,15 +533,8 @@ impl Defragmenter {
         g.filled = 0;
         self.map.insert(key, idx);
         self.stats.in_progress = self.map.len();
-        // Append at the tail: the list is in order of creation.
-        g.prev = self.tail;
-        g.next = NIL;
-        if self.tail == NIL {
-            self.head = idx;
-        } else {
-            self.slots[self.tail as usize].next = idx;
-        }
-        self.tail = idx;
+        // Appended: the list is in order of creation.
+        self.order.push_back(&mut self.slots, idx);
         idx
     }
 
@@ -538,20 +546,7 @@ impl Defragmenter {
 
     /// Frees slot `idx`, keeping small buffers for the next datagram.
     fn release(&mut self, idx: u32) {
-        let (prev, next) = {
-            let g = &self.slots[idx as usize];
-            (g.prev, g.next)
-        };
-        if prev == NIL {
-            self.head = next;
-        } else {
-            self.slots[prev as usize].next = next;
-        }
-        if next == NIL {
-            self.tail = prev;
-        } else {
-            self.slots[next as usize].prev = prev;
-        }
+        self.order.remove(&mut self.slots, idx);
         let g = &mut self.slots[idx as usize];
         self.stats.bytes -= g.held().min(self.stats.bytes);
         if let Some(key) = g.key.take() {
@@ -565,8 +560,6 @@ impl Defragmenter {
             }
         }
         g.frags.clear();
-        g.prev = NIL;
-        g.next = NIL;
         self.free.push(idx);
         self.stats.in_progress = self.map.len();
     }

@@ -63,6 +63,7 @@
 
 pub mod defrag;
 mod key;
+mod order;
 mod scan;
 pub mod stream;
 mod table;

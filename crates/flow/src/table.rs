@@ -11,6 +11,7 @@ use tracekit_core::{Packet, Timestamp};
 use tracekit_decode::{Decoded, ip_proto};
 
 use crate::key::{Endpoint, FlowKey, KeyOptions, Side};
+use crate::order::{Linked, Links, NIL, Order};
 
 /// Nanoseconds per second.
 const SECOND: u64 = 1_000_000_000;
@@ -381,8 +382,6 @@ fn seq_before(a: u32, b: u32) -> bool {
     (a.wrapping_sub(b) as i32) < 0
 }
 
-const NIL: u32 = u32::MAX;
-
 struct Slot {
     record: FlowRecord,
     seq: [SeqTrack; 2],
@@ -390,9 +389,18 @@ struct Slot {
     touched: u64,
     /// The table clock at the flow's first packet.
     born: u64,
-    prev: u32,
-    next: u32,
+    links: Links,
     live: bool,
+}
+
+impl Linked for Slot {
+    fn links(&self) -> &Links {
+        &self.links
+    }
+
+    fn links_mut(&mut self) -> &mut Links {
+        &mut self.links
+    }
 }
 
 /// What the table counted beside the flows.
@@ -432,8 +440,8 @@ pub struct FlowTable {
     map: FxHashMap<FlowKey, u32>,
     slots: Vec<Slot>,
     free: Vec<u32>,
-    head: u32,
-    tail: u32,
+    /// Live flows, least recently used first.
+    order: Order,
     /// Trace time (ns since the epoch): the latest time stamp seen.
     now: u64,
     next_id: u64,
@@ -451,8 +459,7 @@ impl FlowTable {
             map: FxHashMap::default(),
             slots: Vec::new(),
             free: Vec::new(),
-            head: NIL,
-            tail: NIL,
+            order: Order::EMPTY,
             now: 0,
             next_id: 0,
             stats: FlowStats::default(),
@@ -614,13 +621,11 @@ impl FlowTable {
         live.sort_unstable();
         // Everything goes: the map is emptied at once rather than flow by flow.
         self.map.clear();
-        self.head = NIL;
-        self.tail = NIL;
+        self.order = Order::EMPTY;
         for (_, i) in live {
             let slot = &mut self.slots[i as usize];
             slot.live = false;
-            slot.prev = NIL;
-            slot.next = NIL;
+            slot.links = Links::NONE;
             slot.record.end = EndReason::End;
             self.free.push(i);
             emit(&self.slots[i as usize].record);
@@ -632,8 +637,7 @@ impl FlowTable {
         if idle == 0 {
             return;
         }
-        while self.head != NIL {
-            let h = self.head;
+        while let Some(h) = self.order.first() {
             if self.now.saturating_sub(self.slots[h as usize].touched) < idle {
                 break;
             }
@@ -650,9 +654,11 @@ impl FlowTable {
         ts: Timestamp,
         emit: &mut impl FnMut(&FlowRecord),
     ) -> u32 {
-        if self.map.len() >= self.config.max_flows && self.head != NIL {
+        if self.map.len() >= self.config.max_flows
+            && let Some(oldest) = self.order.first()
+        {
             self.stats.evicted += 1;
-            self.end(self.head, EndReason::Evicted, emit);
+            self.end(oldest, EndReason::Evicted, emit);
         }
         // A SYN-ACK first: its receiver opened the connection.
         let flipped = flags & (TCP_SYN | TCP_ACK) == (TCP_SYN | TCP_ACK);
@@ -669,8 +675,7 @@ impl FlowTable {
             seq: [SeqTrack::default(); 2],
             touched: self.now,
             born: self.now,
-            prev: NIL,
-            next: NIL,
+            links: Links::NONE,
             live: true,
         };
         let idx = match self.free.pop() {
@@ -685,12 +690,12 @@ impl FlowTable {
         };
         self.map.insert(key, idx);
         self.stats.peak = self.stats.peak.max(self.map.len());
-        self.link_tail(idx);
+        self.order.push_back(&mut self.slots, idx);
         idx
     }
 
     fn end(&mut self, idx: u32, reason: EndReason, emit: &mut impl FnMut(&FlowRecord)) {
-        self.unlink(idx);
+        self.order.remove(&mut self.slots, idx);
         let slot = &mut self.slots[idx as usize];
         slot.live = false;
         slot.record.end = reason;
@@ -701,46 +706,7 @@ impl FlowTable {
 
     fn touch(&mut self, idx: u32) {
         self.slots[idx as usize].touched = self.now;
-        if self.tail != idx {
-            self.unlink(idx);
-            self.link_tail(idx);
-        }
-    }
-
-    fn unlink(&mut self, idx: u32) {
-        let (prev, next) = {
-            let s = &self.slots[idx as usize];
-            (s.prev, s.next)
-        };
-        if prev == NIL {
-            self.head = next;
-        } else {
-            self.slots[prev as usize].next = next;
-        }
-        if next == NIL {
-            self.tail = prev;
-        } else {
-            self.slots[next as usize].prev = prev;
-        }
-        let s = &mut self.slots[idx as usize];
-        s.prev = NIL;
-        s.next = NIL;
-    }
-
-    fn link_tail(&mut self, idx: u32) {
-        debug_assert!(self.slots[idx as usize].live);
-        let tail = self.tail;
-        {
-            let s = &mut self.slots[idx as usize];
-            s.prev = tail;
-            s.next = NIL;
-        }
-        if tail == NIL {
-            self.head = idx;
-        } else {
-            self.slots[tail as usize].next = idx;
-        }
-        self.tail = idx;
+        self.order.move_to_back(&mut self.slots, idx);
     }
 }
 
