@@ -6,7 +6,7 @@ use tracekit_core::{
 };
 use tracekit_io::{Input, Reader};
 
-use crate::header::{FILE_HEADER_LEN, FileHeader};
+use crate::header::{ByteOrder, FILE_HEADER_LEN, FileHeader};
 
 /// libpcap's default bound on a record's captured length (`MAXIMUM_SNAPLEN`).
 pub const DEFAULT_MAX_CAPLEN: u32 = tracekit_core::MAX_SNAPLEN;
@@ -94,6 +94,22 @@ pub struct PcapFormat {
     packets: u64,
     notes: PcapNotes,
     done: bool,
+    /// Whether the file's byte order is not this machine's.
+    swapped: bool,
+    /// The file's resolution, when it is one of the two that get a conversion with
+    /// constant divisors.
+    ts_kind: TsKind,
+}
+
+/// How record time stamps are converted; picked once from the file header. With the
+/// resolution a constant, the carry check and the conversion to a binary fraction
+/// compile to a few multiplications, where a resolution read per packet cost a table
+/// lookup and a general division (callgrind: 49 of 200 instructions per record).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum TsKind {
+    Micro,
+    Nano,
+    Other,
 }
 
 impl RecordFormat for PcapFormat {
@@ -113,10 +129,16 @@ impl RecordFormat for PcapFormat {
             record_len: header.record_header_len(),
             max_caplen: max_caplen_for(header.link_type),
             input,
-            header,
             packets: 0,
             notes: PcapNotes::default(),
             done: false,
+            swapped: header.byte_order != ByteOrder::NATIVE,
+            ts_kind: match header.resolution {
+                TsResolution::MICRO => TsKind::Micro,
+                TsResolution::NANO => TsKind::Nano,
+                _ => TsKind::Other,
+            },
+            header,
         })
     }
 
@@ -198,14 +220,18 @@ impl PcapFormat {
                 .with_packet(self.packets + 1));
         }
         let h = self.input.available();
-        let bo = self.header.byte_order;
-        let ts_sec = bo.u32(&h[0..4]);
-        let ts_frac = bo.u32(&h[4..8]);
-        let caplen = bo.u32(&h[8..12]);
-        let wire_len = bo.u32(&h[12..16]);
+        // The four fields in native order, then one branch for a swapped file (not a
+        // conditional move per field).
+        let head: [u8; 16] = *h.first_chunk().unwrap_or(&[0; 16]);
+        let field = |i: usize| u32::from_ne_bytes([head[i], head[i + 1], head[i + 2], head[i + 3]]);
+        let mut f = [field(0), field(4), field(8), field(12)];
+        if self.swapped {
+            f = f.map(u32::swap_bytes);
+        }
+        let [ts_sec, ts_frac, caplen, wire_len] = f;
         let (interface, direction) = if self.header.modified {
             // ifindex (4), protocol (2), pkt_type (1), pad (1)
-            let ifindex = bo.u32(&h[16..20]);
+            let ifindex = self.header.byte_order.u32(&h[16..20]);
             let direction = match h[22] {
                 0..=3 => Direction::Inbound,
                 4 => Direction::Outbound,
@@ -232,16 +258,29 @@ impl PcapFormat {
         let start = self.input.window_pos() + hl;
         self.input.consume(total);
         self.packets += 1;
-        let per_sec = self.header.resolution.units_per_second();
-        if u64::from(ts_frac) >= per_sec {
+        let (secs, frac) = (u64::from(ts_sec), u64::from(ts_frac));
+        let (ts, per_sec) = match self.ts_kind {
+            TsKind::Micro => (
+                Timestamp::from_units(secs, frac, TsResolution::MICRO),
+                1_000_000,
+            ),
+            TsKind::Nano => (
+                Timestamp::from_units(secs, frac, TsResolution::NANO),
+                1_000_000_000,
+            ),
+            TsKind::Other => {
+                let res = self.header.resolution;
+                (
+                    Timestamp::from_units(secs, frac, res),
+                    res.units_per_second(),
+                )
+            }
+        };
+        if frac >= per_sec {
             self.notes.fraction_overflow += 1;
         }
         let meta = Meta {
-            ts: Timestamp::from_units(
-                u64::from(ts_sec),
-                u64::from(ts_frac),
-                self.header.resolution,
-            ),
+            ts,
             wire_len,
             link: self.header.link_type,
             interface,
