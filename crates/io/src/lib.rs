@@ -39,9 +39,11 @@
 mod compress;
 mod compression;
 mod decompress;
+mod inflate;
 mod input;
 #[allow(unsafe_code)]
 pub mod mmap;
+pub mod pargzip;
 mod reader;
 
 pub use compress::{CompressOptions, GZIP_MEMBER_SUBFIELD, ParallelWriter};
