@@ -384,7 +384,8 @@ struct ChunkOut {
     /// Output before it went to bytes: markers and bytes (`wide_len` of them).
     wide: Vec<u16>,
     wide_len: usize,
-    /// The smallest marker in `wide` (it says how much window the chunk needs).
+    /// The smallest window position a marker in `wide` names (how much window the
+    /// chunk needs; [`WINDOW`] or more: none).
     wide_min: u16,
     /// A member that ends where `wide` ends.
     wide_end: Option<Member>,
@@ -480,13 +481,11 @@ fn work(job: Job, cfg: &Config, narrow_buf: Vec<u8>, wide_buf: Vec<u16>) -> Chun
     out
 }
 
-/// The smallest marker in `wide` (`u16::MAX` for none).
+/// The smallest window position that a marker in `wide` names (`WINDOW` or more: none).
 fn min_marker(wide: &[u16]) -> u16 {
-    // Bytes map to MAX so that one pass without branches finds the smallest marker.
+    // Bytes wrap to 65280 and up: one pass without branches (vectorised).
     wide.iter()
-        .map(|&v| if v < 256 { u16::MAX } else { v })
-        .min()
-        .unwrap_or(u16::MAX)
+        .fold(u16::MAX, |m, &v| m.min(v.wrapping_sub(256)))
 }
 
 /// A speculative decode's halt as a chunk end.
@@ -545,10 +544,9 @@ fn wide(
     cap: usize,
 ) -> Result<WideEnd, Damage> {
     let prefix = markers();
-    // Index after the last marker written so far.
-    let mut marked = 0;
     loop {
-        let limit = *len + WINDOW;
+        // Checked every 4 windows of output: the check looks at one window only.
+        let limit = *len + 4 * WINDOW;
         if limit > cap {
             return Ok(WideEnd::Halt(Halt::Full));
         }
@@ -556,13 +554,10 @@ fn wide(
             out.resize((limit + OVERSHOOT).max(out.len() * 2), 0);
         }
         let hist = History { prefix, floor: 0 };
-        let from = *len;
         match engine.step((data, eof), out, len, limit, &hist, stop)? {
             Step::Halt(Halt::Full) => {
-                if let Some(i) = out[from..*len].iter().rposition(|&v| v >= 256) {
-                    marked = from + i + 1;
-                }
-                if *len - marked >= WINDOW {
+                let last = &out[*len - WINDOW..*len];
+                if last.iter().fold(0, |a, &v| a | (v >> 8)) == 0 {
                     return Ok(WideEnd::Clean(None));
                 }
             }
@@ -714,8 +709,17 @@ fn resolve(job: Resolve) {
     if spare.len() < wide.len() {
         spare.resize(wide.len(), 0);
     }
-    for (o, &v) in spare.iter_mut().zip(wide) {
-        *o = map[usize::from(v)];
+    // Mostly bytes: narrow 64 at a time (vectorised), look markers up where there are.
+    for (o, w) in spare.chunks_mut(64).zip(wide.chunks(64)) {
+        if w.iter().fold(0, |a, &v| a | (v >> 8)) == 0 {
+            for (o, &v) in o.iter_mut().zip(w) {
+                *o = v as u8;
+            }
+        } else {
+            for (o, &v) in o.iter_mut().zip(w) {
+                *o = map[usize::from(v)];
+            }
+        }
     }
     let mut crc = crc32fast::Hasher::new();
     crc.update(&spare[..wide.len()]);
@@ -786,8 +790,7 @@ impl Sequencer<'_> {
         };
         // A marker before the window's start: a reference before the member's start,
         // for the sequential decoder to name.
-        let resolvable =
-            r.wide_min == u16::MAX || usize::from(r.wide_min) - 256 >= WINDOW - self.window.len();
+        let resolvable = usize::from(r.wide_min) >= WINDOW - self.window.len();
         if !fits || !resolvable || matches!(r.end, End::Failed) {
             return self.redo(r, results);
         }
