@@ -31,14 +31,21 @@ pub(crate) const OVERSHOOT: usize = 258 + 8;
 pub(crate) const WINDOW: usize = 32768;
 
 // Table entry layout: bits 0-4 the code length to consume (0: no code here), bits 8-11
-// extra bits of a length/distance, bits 12-13 the kind, bits 16-31 the value (literal,
-// length or distance base, or the sub-table offset). A sub-table pointer holds the
-// sub-table's index bits in bits 0-4.
-const KIND_LIT: u32 = 0 << 12;
+// extra bits of a length/distance, one bit for the kind (so that each test is one
+// instruction; a literal's is the sign bit), bits 16-30 the value (literal, length or
+// distance base, or the sub-table offset). A sub-table pointer holds the sub-table's
+// index bits in bits 0-4.
+const KIND_LIT: u32 = 1 << 31;
 const KIND_LEN: u32 = 1 << 12;
-const KIND_EOB: u32 = 2 << 12;
-const KIND_SUB: u32 = 3 << 12;
-const KIND_MASK: u32 = 3 << 12;
+const KIND_EOB: u32 = 1 << 13;
+const KIND_SUB: u32 = 1 << 14;
+const VALUE_MASK: u32 = 0x7fff;
+
+/// Whether a table entry is a literal.
+#[inline(always)]
+fn is_literal(e: u32) -> bool {
+    (e as i32) < 0
+}
 
 const LEN_BASE: [u16; 29] = [
     3, 4, 5, 6, 7, 8, 9, 10, 11, 13, 15, 17, 19, 23, 27, 31, 35, 43, 51, 59, 67, 83, 99, 115, 131,
@@ -337,7 +344,7 @@ fn dist_entry(sym: usize) -> Option<u32> {
 #[inline(always)]
 fn lookup(table: &[u32], buf: u64, root: u32) -> u32 {
     let e = table[(buf & ((1 << root) - 1)) as usize];
-    if e & KIND_MASK != KIND_SUB {
+    if e & KIND_SUB == 0 {
         return e;
     }
     let sub = (buf >> root) as usize & ((1 << (e & 0x1f)) - 1);
@@ -586,22 +593,28 @@ impl Inflater {
         'fast: while n < limit && bits.pos + 16 <= data.len() {
             bits.refill();
             let mut e = lookup(lit, bits.buf, LIT_BITS);
-            if e & KIND_MASK == KIND_LIT && e & 0x1f != 0 {
+            if is_literal(e) {
                 // Up to three literals from one refill (15 bits each at most).
-                for _ in 0..3 {
+                bits.consume(e & 0x1f);
+                out[n] = T::literal((e >> 16) as u8);
+                n += 1;
+                e = lookup(lit, bits.buf, LIT_BITS);
+                if is_literal(e) {
                     bits.consume(e & 0x1f);
                     out[n] = T::literal((e >> 16) as u8);
                     n += 1;
                     e = lookup(lit, bits.buf, LIT_BITS);
-                    if e & KIND_MASK != KIND_LIT || e & 0x1f == 0 {
-                        break;
+                    if is_literal(e) {
+                        bits.consume(e & 0x1f);
+                        out[n] = T::literal((e >> 16) as u8);
+                        n += 1;
+                        continue 'fast;
                     }
                 }
-                if e & KIND_MASK == KIND_LIT && e & 0x1f != 0 {
-                    continue 'fast;
+                if bits.n < 48 {
+                    bits.refill();
+                    e = lookup(lit, bits.buf, LIT_BITS);
                 }
-                bits.refill();
-                e = lookup(lit, bits.buf, LIT_BITS);
             }
             let l = e & 0x1f;
             let at = bits.bit();
@@ -614,12 +627,12 @@ impl Inflater {
                 });
             }
             bits.consume(l);
-            if e & KIND_MASK == KIND_EOB {
+            if e & KIND_EOB != 0 {
                 *len = n;
                 self.bit = bits.bit();
                 return Ok(Flow::EndOfBlock);
             }
-            let length = (e >> 16) as usize + bits.take((e >> 8) & 0xf) as usize;
+            let length = ((e >> 16) & VALUE_MASK) as usize + bits.take((e >> 8) & 0xf) as usize;
             let d = lookup(dist_table, bits.buf, DIST_BITS);
             let dl = d & 0x1f;
             if dl == 0 {
@@ -631,7 +644,7 @@ impl Inflater {
                 });
             }
             bits.consume(dl);
-            let distance = (d >> 16) as usize + bits.take((d >> 8) & 0xf) as usize;
+            let distance = ((d >> 16) & VALUE_MASK) as usize + bits.take((d >> 8) & 0xf) as usize;
             if distance <= n - hist.floor {
                 let src = n - distance;
                 if distance >= 8 {
@@ -678,7 +691,7 @@ impl Inflater {
             bits.refill();
             let e = lookup(lit, bits.buf, LIT_BITS);
             let l = e & 0x1f;
-            if e & KIND_MASK == KIND_LIT && l != 0 {
+            if is_literal(e) {
                 bits.consume(l);
                 out[n] = T::literal((e >> 16) as u8);
                 n += 1;
@@ -705,14 +718,14 @@ impl Inflater {
                 break r;
             }
             bits.consume(l);
-            if e & KIND_MASK == KIND_EOB {
+            if e & KIND_EOB != 0 {
                 if bits.overrun() {
                     (bits.pos, bits.buf, bits.n) = saved;
                     break Ok(Flow::NeedInput);
                 }
                 break Ok(Flow::EndOfBlock);
             }
-            let length = (e >> 16) as usize + bits.take((e >> 8) & 0xf) as usize;
+            let length = ((e >> 16) & VALUE_MASK) as usize + bits.take((e >> 8) & 0xf) as usize;
             let d = lookup(dist_table, bits.buf, DIST_BITS);
             let dl = d & 0x1f;
             if dl == 0 {
@@ -721,7 +734,7 @@ impl Inflater {
                 break r;
             }
             bits.consume(dl);
-            let distance = (d >> 16) as usize + bits.take((d >> 8) & 0xf) as usize;
+            let distance = ((d >> 16) & VALUE_MASK) as usize + bits.take((d >> 8) & 0xf) as usize;
             if bits.overrun() {
                 (bits.pos, bits.buf, bits.n) = saved;
                 break Ok(Flow::NeedInput);
