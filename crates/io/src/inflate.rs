@@ -652,7 +652,9 @@ impl Inflater {
                     // written before its destination.
                     let mut k = 0;
                     while k < length {
-                        out.copy_within(src + k..src + k + 8, n + k);
+                        let mut word = [T::default(); 8];
+                        word.copy_from_slice(&out[src + k..src + k + 8]);
+                        out[n + k..n + k + 8].copy_from_slice(&word);
                         k += 8;
                     }
                 } else if distance == 1 {

@@ -49,7 +49,7 @@ use crate::decompress::{BlockStream, DECOMPRESSED_BLOCK, Fault, Piece};
 use crate::inflate::{History, InflateError, Inflater, OVERSHOOT, Stop, Symbol, WINDOW};
 
 /// Compressed bytes per chunk by default.
-pub const DEFAULT_CHUNK: usize = 4 << 20;
+pub const DEFAULT_CHUNK: usize = 2 << 20;
 
 /// The smallest compressed input (when its size is known) that [`crate::Input`] decodes
 /// in parallel: below two chunks there is little to share out.
@@ -384,9 +384,6 @@ struct ChunkOut {
     /// Output before it went to bytes: markers and bytes (`wide_len` of them).
     wide: Vec<u16>,
     wide_len: usize,
-    /// The smallest window position a marker in `wide` names (how much window the
-    /// chunk needs; [`WINDOW`] or more: none).
-    wide_min: u16,
     /// A member that ends where `wide` ends.
     wide_end: Option<Member>,
     narrow: Vec<u8>,
@@ -402,7 +399,6 @@ fn work(job: Job, cfg: &Config, narrow_buf: Vec<u8>, wide_buf: Vec<u16>) -> Chun
         start: None,
         wide: wide_buf,
         wide_len: 0,
-        wide_min: u16::MAX,
         wide_end: None,
         narrow: narrow_buf,
         narrow_len: 0,
@@ -447,12 +443,10 @@ fn work(job: Job, cfg: &Config, narrow_buf: Vec<u8>, wide_buf: Vec<u16>) -> Chun
             Ok(WideEnd::Halt(h)) => {
                 out.start = Some(start);
                 out.end = settle(h);
-                out.wide_min = min_marker(&out.wide[..len]);
                 return out;
             }
             Ok(WideEnd::Clean(member)) => {
                 out.wide_end = member;
-                out.wide_min = min_marker(&out.wide[..len]);
                 let mut prefix = [0u8; WINDOW];
                 if member.is_none() {
                     for (p, &v) in prefix.iter_mut().zip(&out.wide[len - WINDOW..len]) {
@@ -551,7 +545,9 @@ fn wide(
             return Ok(WideEnd::Halt(Halt::Full));
         }
         if out.len() < limit + OVERSHOOT {
-            out.resize((limit + OVERSHOOT).max(out.len() * 2), 0);
+            // Room for the usual expansion at once: growing copies and clears again.
+            let usual = 3 * data.len().saturating_sub(stop / 8);
+            out.resize((limit + OVERSHOOT).max(out.len() * 2).max(usual), 0);
         }
         let hist = History { prefix, floor: 0 };
         match engine.step((data, eof), out, len, limit, &hist, stop)? {
@@ -685,6 +681,8 @@ struct Resolve {
     reply: Sender<[Bytes; 2]>,
     /// Where used marker buffers go back to.
     wide_pool: Sender<Vec<u16>>,
+    /// Where used input buffers go back to.
+    data_pool: Sender<Vec<u8>>,
     spare: Vec<u8>,
 }
 
@@ -696,6 +694,7 @@ fn resolve(job: Resolve) {
         base,
         reply,
         wide_pool,
+        data_pool,
         mut spare,
     } = job;
     // Marker 256 + j is window position j - (32 KiB - window length).
@@ -709,20 +708,23 @@ fn resolve(job: Resolve) {
     if spare.len() < wide.len() {
         spare.resize(wide.len(), 0);
     }
-    // Mostly bytes: narrow 64 at a time (vectorised), look markers up where there are.
-    for (o, w) in spare.chunks_mut(64).zip(wide.chunks(64)) {
-        if w.iter().fold(0, |a, &v| a | (v >> 8)) == 0 {
-            for (o, &v) in o.iter_mut().zip(w) {
-                *o = v as u8;
-            }
-        } else {
-            for (o, &v) in o.iter_mut().zip(w) {
-                *o = map[usize::from(v)];
+    // Mostly bytes: narrow 64 at a time (vectorised), look markers up where there are;
+    // hashed 64 KiB at a time while in the cache.
+    let mut crc = crc32fast::Hasher::new();
+    for (o, w) in spare.chunks_mut(1 << 16).zip(wide.chunks(1 << 16)) {
+        for (o, w) in o.chunks_mut(64).zip(w.chunks(64)) {
+            if w.iter().fold(0, |a, &v| a | (v >> 8)) == 0 {
+                for (o, &v) in o.iter_mut().zip(w) {
+                    *o = v as u8;
+                }
+            } else {
+                for (o, &v) in o.iter_mut().zip(w) {
+                    *o = map[usize::from(v)];
+                }
             }
         }
+        crc.update(&o[..w.len()]);
     }
-    let mut crc = crc32fast::Hasher::new();
-    crc.update(&spare[..wide.len()]);
     let first = Bytes {
         buf: spare,
         segs: vec![Seg {
@@ -738,6 +740,7 @@ fn resolve(job: Resolve) {
         base,
     };
     let _ = wide_pool.try_send(chunk.wide);
+    let _ = data_pool.try_send(chunk.job.data);
     let _ = reply.send([first, second]);
 }
 
@@ -751,6 +754,7 @@ struct Sequencer<'a> {
     emit: &'a Sender<Emit>,
     resolver: &'a Sender<Resolve>,
     wide_pool: &'a Sender<Vec<u16>>,
+    data_pool: &'a Sender<Vec<u8>>,
     pool: &'a Receiver<Vec<u8>>,
     cursor: Cursor,
     window: Vec<u8>,
@@ -790,7 +794,9 @@ impl Sequencer<'_> {
         };
         // A marker before the window's start: a reference before the member's start,
         // for the sequential decoder to name.
-        let resolvable = usize::from(r.wide_min) >= WINDOW - self.window.len();
+        // (Only a member younger than a window can have a short one: the scan is rare.)
+        let resolvable = self.window.len() == WINDOW
+            || usize::from(min_marker(&r.wide[..r.wide_len])) >= WINDOW - self.window.len();
         if !fits || !resolvable || matches!(r.end, End::Failed) {
             return self.redo(r, results);
         }
@@ -829,6 +835,7 @@ impl Sequencer<'_> {
                 base,
                 reply,
                 wide_pool: self.wide_pool.clone(),
+                data_pool: self.data_pool.clone(),
             };
             if self.resolver.send(job).is_err() || !self.send(Emit::Later(later)) {
                 return Flow::Stop;
@@ -836,6 +843,7 @@ impl Sequencer<'_> {
         } else {
             self.slide_segs(&r.narrow, &r.segs);
             let _ = self.wide_pool.try_send(r.wide);
+            let _ = self.data_pool.try_send(r.job.data);
             let bytes = Bytes {
                 buf: r.narrow,
                 segs: r.segs,
@@ -862,6 +870,18 @@ impl Sequencer<'_> {
 
     /// Decodes chunk `r` here, from where the previous one ended.
     fn redo(&mut self, r: ChunkOut, results: &mut dyn FnMut() -> Option<ChunkOut>) -> Flow {
+        let data_pool = self.data_pool;
+        let (flow, data) = self.redo_job(r, results);
+        let _ = data_pool.try_send(data);
+        flow
+    }
+
+    /// [`Sequencer::redo`]; gives the job's buffer back.
+    fn redo_job(
+        &mut self,
+        r: ChunkOut,
+        results: &mut dyn FnMut() -> Option<ChunkOut>,
+    ) -> (Flow, Vec<u8>) {
         let ChunkOut {
             job, narrow, wide, ..
         } = r;
@@ -878,7 +898,7 @@ impl Sequencer<'_> {
         };
         let stop = self.cfg.chunk * 8;
         let mut spare = Some(narrow);
-        loop {
+        let flow = loop {
             let mut buf = spare.take().unwrap_or_else(|| self.buffer());
             let window = std::mem::take(&mut self.window);
             let mut run = ByteRun {
@@ -903,26 +923,26 @@ impl Sequencer<'_> {
             self.window = window;
             self.slide_segs(&buf, &segs);
             if !self.send(Emit::Bytes(Bytes { buf, segs, base })) {
-                return Flow::Stop;
+                break Flow::Stop;
             }
             match result {
                 Ok(Halt::Full) => {}
                 Ok(Halt::Boundary(b)) => {
                     self.cursor = Cursor::Bit(base * 8 + b as u64);
-                    return Flow::Next;
+                    break Flow::Next;
                 }
                 Ok(Halt::NeedInput) => {
                     self.cursor = Cursor::Mid(engine, index);
-                    return Flow::Next;
+                    break Flow::Next;
                 }
                 Ok(Halt::StreamEnd) => {
                     self.send(Emit::End);
-                    return Flow::Stop;
+                    break Flow::Stop;
                 }
                 Ok(Halt::Trailing(at)) => {
                     let end = base + job.data.len() as u64;
                     let preview = preview(&job.data[at..]);
-                    return self.trailing(base + at as u64, preview, end, job.eof, results);
+                    break self.trailing(base + at as u64, preview, end, job.eof, results);
                 }
                 Err(damage) => {
                     let what = match &job.read_error {
@@ -936,10 +956,11 @@ impl Sequencer<'_> {
                         ),
                     };
                     self.send(Emit::Damage(what));
-                    return Flow::Stop;
+                    break Flow::Stop;
                 }
             }
-        }
+        };
+        (flow, job.data)
     }
 
     /// Reports the bytes from compressed offset `at` (the input is read up to `covered`,
@@ -980,7 +1001,7 @@ fn preview(bytes: &[u8]) -> String {
 
 /// The emitter thread: hands the sequencer's output on in order, checking every
 /// member's CRC and size as its bytes go out.
-fn emitter(from: &Receiver<Emit>, to: &Sender<Piece>) {
+fn emitter(from: &Receiver<Emit>, to: &Sender<Piece>, pool: &Sender<Vec<u8>>) {
     let mut books = Books {
         crc: crc32fast::Hasher::new(),
         size: 0,
@@ -1000,7 +1021,12 @@ fn emitter(from: &Receiver<Emit>, to: &Sender<Piece>) {
             }
             from = s.end;
         }
-        from == 0 || to.send(Piece::Data(b.buf, from)).is_ok()
+        if from == 0 {
+            // Nothing in it: straight back to the pool.
+            let _ = pool.try_send(b.buf);
+            return true;
+        }
+        to.send(Piece::Data(b.buf, from)).is_ok()
     };
     while let Ok(e) = from.recv() {
         let go_on = match e {
@@ -1039,28 +1065,28 @@ fn emitter(from: &Receiver<Emit>, to: &Sender<Piece>) {
 }
 
 /// Reads `raw` into overlapping jobs and deals them to the workers in turn.
-fn read_jobs(mut raw: Box<dyn Read + Send>, chunk: usize, deal: &mut dyn FnMut(Job) -> bool) {
-    // Appends up to `chunk` bytes.
+fn read_jobs(
+    mut raw: Box<dyn Read + Send>,
+    chunk: usize,
+    used: &Receiver<Vec<u8>>,
+    deal: &mut dyn FnMut(Job) -> bool,
+) {
+    // Appends up to `chunk` bytes (without clearing the room first).
     let mut fill = |buf: &mut Vec<u8>| -> Result<(), String> {
-        let from = buf.len();
-        buf.resize(from + chunk, 0);
-        let mut len = from;
-        let mut result = Ok(());
-        while len < buf.len() {
-            match raw.read(&mut buf[len..]) {
-                Ok(0) => break,
-                Ok(n) => len += n,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => {
-                    result = Err(e.to_string());
-                    break;
-                }
-            }
-        }
-        buf.truncate(len);
-        result
+        (&mut raw)
+            .take(chunk as u64)
+            .read_to_end(buf)
+            .map(|_| ())
+            .map_err(|e| e.to_string())
     };
-    let mut data = Vec::with_capacity(2 * chunk);
+    let buffer = || match used.try_recv() {
+        Ok(mut v) => {
+            v.clear();
+            v
+        }
+        Err(_) => Vec::with_capacity(2 * chunk),
+    };
+    let mut data = buffer();
     let mut read_error = fill(&mut data).err();
     let mut index = 0;
     loop {
@@ -1069,7 +1095,7 @@ fn read_jobs(mut raw: Box<dyn Read + Send>, chunk: usize, deal: &mut dyn FnMut(J
         }
         let eof = read_error.is_some() || data.len() < 2 * chunk;
         let rest = data.get(chunk..).unwrap_or_default();
-        let mut next = Vec::with_capacity(2 * chunk);
+        let mut next = buffer();
         next.extend_from_slice(rest);
         let job = Job {
             index,
@@ -1089,9 +1115,11 @@ fn read_jobs(mut raw: Box<dyn Read + Send>, chunk: usize, deal: &mut dyn FnMut(J
 pub(crate) fn start(raw: Box<dyn Read + Send>, cfg: Config) -> io::Result<BlockStream> {
     let workers = cfg.workers;
     let (pool_tx, pool_rx) = bounded::<Vec<u8>>(2 * workers + 4);
-    let (wide_tx, wide_rx) = bounded::<Vec<u16>>(workers + 1);
+    let (wide_tx, wide_rx) = bounded::<Vec<u16>>(2 * workers + 2);
+    let (data_tx, data_rx) = bounded::<Vec<u8>>(2 * workers + 2);
     let (out_tx, out_rx) = bounded::<Piece>(2);
     let (emit_tx, emit_rx) = bounded::<Emit>(workers + 1);
+    let emit_pool = pool_tx.clone();
     let (resolve_tx, resolve_rx) = crossbeam_channel::unbounded::<Resolve>();
     let mut job_txs = Vec::new();
     let mut result_rxs = Vec::new();
@@ -1116,7 +1144,7 @@ pub(crate) fn start(raw: Box<dyn Read + Send>, cfg: Config) -> io::Result<BlockS
             .name("tracekit-pargz-read".into())
             .spawn(move || {
                 let mut k = 0;
-                read_jobs(raw, cfg.chunk, &mut |job| {
+                read_jobs(raw, cfg.chunk, &data_rx, &mut |job| {
                     let ok = job_txs[k].send(job).is_ok();
                     k = (k + 1) % job_txs.len();
                     ok
@@ -1126,13 +1154,23 @@ pub(crate) fn start(raw: Box<dyn Read + Send>, cfg: Config) -> io::Result<BlockS
     threads.push(
         std::thread::Builder::new()
             .name("tracekit-pargz-emit".into())
-            .spawn(move || emitter(&emit_rx, &out_tx))?,
+            .spawn(move || emitter(&emit_rx, &out_tx, &emit_pool))?,
     );
     let pool = pool_rx;
     threads.push(
         std::thread::Builder::new()
             .name("tracekit-pargz-seq".into())
-            .spawn(move || sequence(cfg, result_rxs, &emit_tx, &resolve_tx, &wide_tx, &pool))?,
+            .spawn(move || {
+                sequence(
+                    cfg,
+                    result_rxs,
+                    &emit_tx,
+                    &resolve_tx,
+                    &wide_tx,
+                    &data_tx,
+                    &pool,
+                )
+            })?,
     );
     Ok(BlockStream::from_parts(out_rx, pool_tx, threads))
 }
@@ -1179,6 +1217,11 @@ fn worker(
                     let op = sel.select();
                     if op.index() == on_send {
                         if op.send(results, o).is_err() {
+                            // The sequencer is done (the stream ended before this
+                            // chunk): what it handed out before still gets resolved.
+                            while let Ok(r) = resolves.recv() {
+                                resolve(r);
+                            }
                             return;
                         }
                     } else {
@@ -1203,6 +1246,7 @@ fn sequence(
     emit: &Sender<Emit>,
     resolver: &Sender<Resolve>,
     wide_pool: &Sender<Vec<u16>>,
+    data_pool: &Sender<Vec<u8>>,
     pool: &Receiver<Vec<u8>>,
 ) {
     let mut seq = Sequencer {
@@ -1210,6 +1254,7 @@ fn sequence(
         emit,
         resolver,
         wide_pool,
+        data_pool,
         pool,
         cursor: Cursor::Start,
         window: Vec::with_capacity(WINDOW),
@@ -1347,6 +1392,27 @@ mod tests {
             let (got, err) = run(packed.clone(), chunk, 2);
             assert_eq!(err, None);
             assert!(got == want);
+        }
+    }
+
+    /// A stream that ends before the last chunk (stored blocks, one worker): the worker
+    /// that decodes the chunk after the end still resolves what came before.
+    #[test]
+    fn markers_before_an_early_end_are_resolved() {
+        let mut x = 7u64;
+        let data: Vec<u8> = (0..49_158)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x as u8
+            })
+            .collect();
+        let packed = gz(&data, 5);
+        for workers in [1, 2] {
+            let (got, err) = run(packed.clone(), 18_728, workers);
+            assert_eq!(err, None);
+            assert!(got == data);
         }
     }
 }
