@@ -235,26 +235,7 @@ fn build(
     entry: impl Fn(usize) -> Option<u32>,
     incomplete_ok: bool,
 ) -> Result<(), &'static str> {
-    let mut count = [0u16; 16];
-    for &l in lens {
-        count[usize::from(l)] += 1;
-    }
-    count[0] = 0;
-    let mut left: i32 = 1;
-    for &c in &count[1..] {
-        left = left * 2 - i32::from(c);
-        if left < 0 {
-            return Err("an over-subscribed Huffman code");
-        }
-    }
-    let used: u16 = count[1..].iter().sum();
-    if left > 0 {
-        // A single code of length 1 (RFC 1951: one distance code) or no code at all.
-        let single = used == 1 && count[1] == 1;
-        if !(incomplete_ok && (single || used == 0)) {
-            return Err("an incomplete Huffman code");
-        }
-    }
+    let count = check_code(lens, incomplete_ok)?;
     let root_size = 1usize << root;
     table[..root_size].fill(0);
     // Canonical codes.
@@ -324,6 +305,33 @@ fn build(
     Ok(())
 }
 
+/// The number of codes of each length in `lens`, if they make a code that RFC 1951 (as
+/// zlib reads it) allows: not over-subscribed, and complete unless `incomplete_ok` and
+/// it has one code of length 1 or none.
+fn check_code(lens: &[u8], incomplete_ok: bool) -> Result<[u16; 16], &'static str> {
+    let mut count = [0u16; 16];
+    for &l in lens {
+        count[usize::from(l)] += 1;
+    }
+    count[0] = 0;
+    let mut left: i32 = 1;
+    for &c in &count[1..] {
+        left = left * 2 - i32::from(c);
+        if left < 0 {
+            return Err("an over-subscribed Huffman code");
+        }
+    }
+    let used: u16 = count[1..].iter().sum();
+    if left > 0 {
+        // A single code of length 1 (RFC 1951: one distance code) or no code at all.
+        let single = used == 1 && count[1] == 1;
+        if !(incomplete_ok && (single || used == 0)) {
+            return Err("an incomplete Huffman code");
+        }
+    }
+    Ok(count)
+}
+
 fn lit_entry(sym: usize) -> Option<u32> {
     match sym {
         0..=255 => Some(KIND_LIT | ((sym as u32) << 16)),
@@ -359,6 +367,25 @@ fn read_dynamic(
     lit: &mut [u32; LIT_TABLE],
     dist: &mut [u32; DIST_TABLE],
 ) -> Result<(), &'static str> {
+    let mut lens = [0u8; 286 + 30];
+    let (hlit, total) = read_lengths(bits, &mut lens)?;
+    build(&lens[..hlit], LIT_BITS, &mut lit[..], lit_entry, true)?;
+    build(
+        &lens[hlit..total],
+        DIST_BITS,
+        &mut dist[..],
+        dist_entry,
+        true,
+    )?;
+    Ok(())
+}
+
+/// Reads a dynamic block header's code lengths into `lens`: the literal/length count and
+/// the total count.
+fn read_lengths(
+    bits: &mut Bits<'_>,
+    lens: &mut [u8; 286 + 30],
+) -> Result<(usize, usize), &'static str> {
     bits.refill();
     let hlit = bits.take(5) as usize + 257;
     let hdist = bits.take(5) as usize + 1;
@@ -375,7 +402,6 @@ fn read_dynamic(
     }
     let mut cl_table = [0u32; 128];
     build(&cl, 7, &mut cl_table, |s| Some((s as u32) << 16), false)?;
-    let mut lens = [0u8; 286 + 30];
     let total = hlit + hdist;
     let mut i = 0;
     while i < total {
@@ -407,15 +433,7 @@ fn read_dynamic(
     if lens[256] == 0 {
         return Err("no end-of-block code");
     }
-    build(&lens[..hlit], LIT_BITS, &mut lit[..], lit_entry, true)?;
-    build(
-        &lens[hlit..total],
-        DIST_BITS,
-        &mut dist[..],
-        dist_entry,
-        true,
-    )?;
-    Ok(())
+    Ok((hlit, total))
 }
 
 /// The fixed Huffman code's lengths.
@@ -809,79 +827,78 @@ pub(crate) fn find_block(data: &[u8], from: usize, to: usize) -> Option<usize> {
         t
     });
     let to = to.min(data.len() * 8);
-    let mut lit = Box::new([0u32; LIT_TABLE]);
-    let mut dist = Box::new([0u32; DIST_TABLE]);
-    let mut bit = from;
-    while bit < to {
-        let byte = bit / 8;
-        let mut w = [0u8; 8];
-        let avail = data.len().saturating_sub(byte).min(8);
-        w[..avail].copy_from_slice(&data[byte..byte + avail]);
-        let word = u64::from_le_bytes(w);
-        let first = bit % 8;
+    // What a code-length code length takes from the Kraft sum (out of 128).
+    const KRAFT: [i32; 8] = [0, 64, 32, 16, 8, 4, 2, 1];
+    let mut byte = from / 8;
+    let mut first = from % 8;
+    while byte * 8 < to {
+        let word = load64(data, byte);
         for s in first..8 {
             let at = byte * 8 + s;
             if at >= to {
                 return None;
             }
-            let v = (word >> s) as usize;
-            if filter[v & 0x1fff] {
-                if plausible_dynamic(data, at, &mut lit, &mut dist) {
+            // At least 57 bits of the candidate: its 17 header bits and the HCLEN field.
+            let v = word >> s;
+            if filter[(v & 0x1fff) as usize] {
+                // The code-length code must be complete: up to 19 × 3 bits from bit 17,
+                // again within one load.
+                let hclen = ((v >> 13) & 0xf) as usize + 4;
+                let cl = load64(data, (at + 17) / 8) >> ((at + 17) % 8);
+                let mut left = 128;
+                for k in 0..hclen {
+                    left -= KRAFT[((cl >> (3 * k)) & 7) as usize];
+                }
+                if left == 0 && plausible_dynamic(data, at) {
                     return Some(at);
                 }
-            } else if v & 7 == 0 && plausible_stored(data, at) {
-                return Some(at);
+            } else if v & 7 == 0 {
+                // Stored: zero padding to the byte boundary, then LEN and its complement.
+                let pad = (8 - (at + 3) % 8) % 8;
+                if (v >> 3) & ((1 << pad) - 1) == 0 {
+                    let b = (at + 3 + pad) / 8;
+                    if let Some(h) = data.get(b..b + 4)
+                        && h[0] == !h[2]
+                        && h[1] == !h[3]
+                    {
+                        return Some(at);
+                    }
+                }
             }
         }
-        bit = (byte + 1) * 8;
+        first = 0;
+        byte += 1;
     }
     None
 }
 
-fn plausible_dynamic(
-    data: &[u8],
-    at: usize,
-    lit: &mut [u32; LIT_TABLE],
-    dist: &mut [u32; DIST_TABLE],
-) -> bool {
+/// Eight bytes from `at`, little-endian, zeros past the end.
+#[inline(always)]
+fn load64(data: &[u8], at: usize) -> u64 {
+    let mut w = [0u8; 8];
+    match data.get(at..at + 8) {
+        Some(b) => w.copy_from_slice(b),
+        None => {
+            let tail = data.get(at..).unwrap_or_default();
+            w[..tail.len()].copy_from_slice(tail);
+        }
+    }
+    u64::from_le_bytes(w)
+}
+
+/// The full check of a dynamic block header at `at`: its code lengths make codes that
+/// the decoder accepts (checked by counting, without building tables).
+fn plausible_dynamic(data: &[u8], at: usize) -> bool {
     let mut bits = Bits::at(data, at);
     bits.refill();
     bits.consume(3);
-    // Cheap: the code-length code must be complete before any table is built.
-    let head = bits.peek(14);
-    let hclen = (head >> 10) as usize + 4;
-    let mut b2 = Bits::at(data, at + 17);
-    b2.refill();
-    let mut left: i32 = 1 << 7;
-    for k in 0..hclen {
-        if k == 10 {
-            b2.refill();
-        }
-        let l = b2.take(3);
-        if l > 0 {
-            left -= 1 << (7 - l);
-        }
-    }
-    if left != 0 {
-        return false;
-    }
-    read_dynamic(&mut bits, lit, dist).is_ok() && !bits.overrun()
-}
-
-fn plausible_stored(data: &[u8], at: usize) -> bool {
-    let pad = (8 - (at + 3) % 8) % 8;
-    let byte = (at + 3 + pad) / 8;
-    let Some(h) = data.get(byte..byte + 4) else {
+    let mut lens = [0u8; 286 + 30];
+    let Ok((hlit, total)) = read_lengths(&mut bits, &mut lens) else {
         return false;
     };
-    let mut b = Bits::at(data, at + 3);
-    b.refill();
-    if b.peek(pad as u32) != 0 {
-        return false;
-    }
-    let l = u16::from_le_bytes([h[0], h[1]]);
-    let nl = u16::from_le_bytes([h[2], h[3]]);
-    l == !nl
+    !bits.overrun()
+        && check_code(&lens[..hlit], true).is_ok()
+        && check_code(&lens[hlit..total], true).is_ok()
 }
 
 #[cfg(test)]
