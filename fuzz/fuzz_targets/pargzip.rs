@@ -1,5 +1,7 @@
 //! The parallel gzip reader against flate2's sequential one (`decompress_here` without
-//! splitting): the same bytes and the same verdict (error or not) for any input. The first
+//! splitting): the same verdict (error or not) for any input, the same bytes, or before
+//! an error at least the sequential reader's bytes (flate2 drops the output of the read
+//! call that fails). The first
 //! byte picks the chunk size (small, so inputs span several chunks), the worker count and
 //! whether the rest is used as gzip data as it is or compressed first (which reaches the
 //! deep paths: markers, verification, members), with a bit then flipped in it.
@@ -51,7 +53,13 @@ fuzz_target!(|data: &[u8]| {
     });
     if want.len() < OUTPUT_LIMIT && got.len() < OUTPUT_LIMIT {
         assert_eq!(got_ok, want_ok, "verdicts differ");
-        assert!(got == want, "{} bytes, sequentially {}", got.len(), want.len());
+        if got_ok {
+            assert!(got == want, "{} bytes, sequentially {}", got.len(), want.len());
+        } else {
+            // Before an error flate2 drops what inflated in the failing read call; the
+            // parallel reader hands out every symbol before the damage.
+            assert!(got.starts_with(&want), "{} bytes, sequentially {}", got.len(), want.len());
+        }
     } else {
         let n = want.len().min(got.len());
         assert!(got[..n] == want[..n]);
