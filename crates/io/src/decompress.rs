@@ -592,6 +592,21 @@ impl BlockStream {
         })
     }
 
+    /// A stream of the pieces that arrive on `ready`, made by `threads` (joined on drop),
+    /// whose buffers go back through `pool`: the hook of the parallel gzip reader.
+    pub(crate) fn from_parts(
+        ready: Receiver<Piece>,
+        pool: Sender<Vec<u8>>,
+        threads: Vec<JoinHandle<()>>,
+    ) -> BlockStream {
+        BlockStream {
+            ready: vec![ready],
+            next: 0,
+            pool,
+            threads,
+        }
+    }
+
     /// The next block, `None` at the end of the stream.
     pub(crate) fn next_block(&mut self) -> Result<Option<(Vec<u8>, usize)>, Fault> {
         loop {

@@ -204,8 +204,10 @@ impl Input {
 
     /// [`Input::decompress`] with a thread count for the codecs that can be decoded in
     /// parallel: gzip written by tracekit (members with a size field) and multi-stream
-    /// bzip2 and xz (tracekit's, pbzip2's). 0 means one per core, 1 reads sequentially.
-    /// Other gzip files, zstd and lz4 (fast enough on one core) use one decoder thread.
+    /// bzip2 and xz (tracekit's, pbzip2's), and any other gzip file of at least
+    /// [`crate::pargzip::MIN_PARALLEL_INPUT`] bytes (or of unknown size), decoded by
+    /// [`crate::pargzip`]. 0 means one per core, 1 reads sequentially. zstd and lz4 (fast
+    /// enough on one core) use one decoder thread.
     pub fn decompress_with(
         mut raw: Input,
         codec: Compression,
@@ -223,6 +225,13 @@ impl Input {
             && super::decompress::is_splittable_gzip(raw.available())
         {
             BlockStream::start_parallel_gzip(Box::new(raw), threads)
+        } else if codec == Compression::Gzip
+            && threads > 1
+            && raw
+                .size_hint()
+                .is_none_or(|n| n >= crate::pargzip::MIN_PARALLEL_INPUT)
+        {
+            crate::pargzip::start(Box::new(raw), crate::pargzip::Config::new(threads))
         } else if matches!(codec, Compression::Bzip2 | Compression::Xz) && threads > 1 {
             BlockStream::start_parallel_streams(Box::new(raw), codec, threads)
         } else {

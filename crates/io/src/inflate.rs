@@ -1,0 +1,999 @@
+//! A deflate (RFC 1951) decoder that can start at any block boundary without knowing the
+//! 32 KiB of output before it, for [`crate::pargzip`].
+//!
+//! Every decoder we could use (zlib, zlib-rs, miniz_oxide, libdeflate) needs the window
+//! before the first block it decodes; a chunk in the middle of a file has none. This one
+//! writes its output as any [`Symbol`] type: `u8` when the window is known, `u16` when it
+//! is not, with the unknown window given as a virtual prefix of *markers* (values 256 and
+//! up, each naming one window position) that back-references copy like any byte, to be
+//! replaced once the window is known.
+//!
+//! The decoder is resumable: it stops at a block boundary at or after a given bit (where
+//! a block header that the block finder would also find starts), when its output reaches
+//! a limit, at the end of a final block, or when the input runs out, always at a point
+//! where it can go on with more input or output room.
+
+use std::fmt;
+
+/// Bits the literal/length table resolves in one look-up; longer codes use a sub-table.
+const LIT_BITS: u32 = 10;
+/// Bits the distance table resolves in one look-up.
+const DIST_BITS: u32 = 8;
+/// Room for the largest tables the two-level scheme builds for valid codes (zlib's
+/// `ENOUGH` figures for 10 and 8 root bits are 1444 and 1058 with 9/6 root bits smaller).
+const LIT_TABLE: usize = 2048;
+const DIST_TABLE: usize = 2048;
+
+/// Output written past the limit at most: one match, and a word of a word-wise copy.
+pub(crate) const OVERSHOOT: usize = 258 + 8;
+
+/// Size of the deflate window.
+pub(crate) const WINDOW: usize = 32768;
+
+// Table entry layout: bits 0-4 the code length to consume (0: no code here), bits 8-11
+// extra bits of a length/distance, one bit for the kind (so that each test is one
+// instruction; a literal's is the sign bit), bits 16-30 the value (literal, length or
+// distance base, or the sub-table offset). A sub-table pointer holds the sub-table's
+// index bits in bits 0-4.
+const KIND_LIT: u32 = 1 << 31;
+const KIND_LEN: u32 = 1 << 12;
+const KIND_EOB: u32 = 1 << 13;
+const KIND_SUB: u32 = 1 << 14;
+const VALUE_MASK: u32 = 0x7fff;
+
+/// Whether a table entry is a literal.
+#[inline(always)]
+fn is_literal(e: u32) -> bool {
+    (e as i32) < 0
+}
+
+const LEN_BASE: [u16; 29] = [
+    3, 4, 5, 6, 7, 8, 9, 10, 11, 13, 15, 17, 19, 23, 27, 31, 35, 43, 51, 59, 67, 83, 99, 115, 131,
+    163, 195, 227, 258,
+];
+const LEN_EXTRA: [u8; 29] = [
+    0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3, 4, 4, 4, 4, 5, 5, 5, 5, 0,
+];
+const DIST_BASE: [u16; 30] = [
+    1, 2, 3, 4, 5, 7, 9, 13, 17, 25, 33, 49, 65, 97, 129, 193, 257, 385, 513, 769, 1025, 1537,
+    2049, 3073, 4097, 6145, 8193, 12289, 16385, 24577,
+];
+const DIST_EXTRA: [u8; 30] = [
+    0, 0, 0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7, 8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13,
+    13,
+];
+/// The order code-length code lengths are stored in.
+const CL_ORDER: [usize; 19] = [
+    16, 17, 18, 0, 8, 7, 9, 6, 10, 5, 11, 4, 12, 3, 13, 2, 14, 1, 15,
+];
+
+/// An output element: a byte, or a byte-or-marker.
+pub(crate) trait Symbol: Copy + Default + Send + Sync + 'static {
+    /// The element for a literal byte.
+    fn literal(b: u8) -> Self;
+}
+
+impl Symbol for u8 {
+    #[inline(always)]
+    fn literal(b: u8) -> u8 {
+        b
+    }
+}
+
+impl Symbol for u16 {
+    #[inline(always)]
+    fn literal(b: u8) -> u16 {
+        u16::from(b)
+    }
+}
+
+/// Why the data is not deflate.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct InflateError {
+    /// Bit offset (into the data given) of the block header or symbol at fault.
+    pub(crate) bit: usize,
+    /// What is wrong.
+    pub(crate) what: &'static str,
+}
+
+impl fmt::Display for InflateError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.what)
+    }
+}
+
+/// Where [`Inflater::run`] stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Stop {
+    /// At a findable block header at or after the stop bit.
+    Boundary,
+    /// The output reached its limit (mid-block possibly).
+    OutputFull,
+    /// After the end-of-block of a final block: the bit offset is that of the next bit.
+    FinalEnd,
+    /// The input ends before the next symbol or header is complete.
+    NeedInput,
+}
+
+/// What the history before `out[0]` is: `prefix` (the window, or markers), reachable
+/// only while `floor` is 0 (a new gzip member starts a new, empty history at `floor`).
+pub(crate) struct History<'a, T> {
+    /// The virtual output before `out[0]`, oldest first.
+    pub(crate) prefix: &'a [T],
+    /// The first output index a back-reference may reach (with `prefix` when 0).
+    pub(crate) floor: usize,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Phase {
+    Header,
+    Huffman,
+    Stored(u32),
+    Done,
+}
+
+/// A resumable deflate decoder (see the module documentation).
+pub(crate) struct Inflater {
+    lit: Box<[u32; LIT_TABLE]>,
+    dist: Box<[u32; DIST_TABLE]>,
+    phase: Phase,
+    last: bool,
+    /// Bit offset into the data of the next bit to read.
+    pub(crate) bit: usize,
+}
+
+impl Default for Inflater {
+    fn default() -> Self {
+        Inflater::new(0)
+    }
+}
+
+/// LSB-first bit input with a 64-bit buffer; reads zeros past the end of the data
+/// (whether that happened is checked with [`Bits::overrun`]).
+struct Bits<'a> {
+    data: &'a [u8],
+    /// The next byte to load.
+    pos: usize,
+    buf: u64,
+    n: u32,
+}
+
+impl<'a> Bits<'a> {
+    fn at(data: &'a [u8], bit: usize) -> Bits<'a> {
+        let mut b = Bits {
+            data,
+            pos: bit / 8,
+            buf: 0,
+            n: 0,
+        };
+        let skip = (bit % 8) as u32;
+        if skip > 0 {
+            b.refill();
+            b.consume(skip);
+        }
+        b
+    }
+
+    /// At least 56 bits in the buffer.
+    #[inline(always)]
+    fn refill(&mut self) {
+        if let Some(word) = self.data.get(self.pos..self.pos + 8) {
+            let mut w = [0u8; 8];
+            w.copy_from_slice(word);
+            self.buf |= u64::from_le_bytes(w) << self.n;
+            self.pos += ((63 - self.n) >> 3) as usize;
+            self.n |= 56;
+        } else {
+            while self.n <= 56 {
+                let b = self.data.get(self.pos).copied().unwrap_or(0);
+                self.buf |= u64::from(b) << self.n;
+                self.pos += 1;
+                self.n += 8;
+            }
+        }
+    }
+
+    #[inline(always)]
+    fn peek(&self, k: u32) -> u32 {
+        (self.buf & ((1u64 << k) - 1)) as u32
+    }
+
+    #[inline(always)]
+    fn consume(&mut self, k: u32) {
+        self.buf >>= k;
+        self.n -= k;
+    }
+
+    /// Takes `k` ≤ 32 bits; the buffer must hold them.
+    #[inline(always)]
+    fn take(&mut self, k: u32) -> u32 {
+        let v = self.peek(k);
+        self.consume(k);
+        v
+    }
+
+    /// Bit offset of the next unread bit.
+    #[inline(always)]
+    fn bit(&self) -> usize {
+        self.pos * 8 - self.n as usize
+    }
+
+    /// Whether bits past the end of the data were consumed.
+    #[inline(always)]
+    fn overrun(&self) -> bool {
+        self.pos > self.data.len() && self.bit() > self.data.len() * 8
+    }
+}
+
+/// Builds a two-level decoding table for `lens` into `table`; `entry` gives the entry
+/// (without length) for a symbol, or `None` for a symbol that must not occur. Returns an
+/// error for an over-subscribed or (beyond what RFC 1951 / zlib allow) incomplete code.
+fn build(
+    lens: &[u8],
+    root: u32,
+    table: &mut [u32],
+    entry: impl Fn(usize) -> Option<u32>,
+    incomplete_ok: bool,
+) -> Result<(), &'static str> {
+    let count = check_code(lens, incomplete_ok)?;
+    let root_size = 1usize << root;
+    table[..root_size].fill(0);
+    // Canonical codes.
+    let mut next = [0u32; 16];
+    let mut code = 0u32;
+    for l in 1..16 {
+        next[l] = code;
+        code = (code + u32::from(count[l])) << 1;
+    }
+    let mut codes = [0u32; 320];
+    for (sym, &l) in lens.iter().enumerate() {
+        if l > 0 {
+            let c = next[usize::from(l)];
+            next[usize::from(l)] += 1;
+            codes[sym] = c.reverse_bits() >> (32 - u32::from(l));
+        }
+    }
+    // Sub-table sizes: the longest code under each root prefix.
+    let mut longest = [0u8; 1 << 10];
+    for (sym, &l) in lens.iter().enumerate() {
+        if u32::from(l) > root {
+            let p = (codes[sym] & ((1 << root) - 1)) as usize;
+            longest[p] = longest[p].max(l);
+        }
+    }
+    let mut end = root_size;
+    for (p, &l) in longest[..root_size].iter().enumerate() {
+        if l > 0 {
+            let bits = u32::from(l) - root;
+            let size = 1usize << bits;
+            if end + size > table.len() {
+                return Err("a Huffman code too large for the tables");
+            }
+            table[end..end + size].fill(0);
+            table[p] = ((end as u32) << 16) | KIND_SUB | bits;
+            end += size;
+        }
+    }
+    for (sym, &l) in lens.iter().enumerate() {
+        if l == 0 {
+            continue;
+        }
+        let l = u32::from(l);
+        let e = match entry(sym) {
+            Some(e) => e | l,
+            None => 0,
+        };
+        let c = codes[sym];
+        if l <= root {
+            let mut i = c as usize;
+            while i < root_size {
+                table[i] = e;
+                i += 1 << l;
+            }
+        } else {
+            let ptr = table[(c & ((1 << root) - 1)) as usize];
+            let base = (ptr >> 16) as usize;
+            let bits = ptr & 0x1f;
+            let sub_len = l - root;
+            let mut i = (c >> root) as usize;
+            while i < 1 << bits {
+                table[base + i] = e;
+                i += 1 << sub_len;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The number of codes of each length in `lens`, if they make a code that RFC 1951 (as
+/// zlib reads it) allows: not over-subscribed, and complete unless `incomplete_ok` and
+/// it has one code of length 1 or none.
+fn check_code(lens: &[u8], incomplete_ok: bool) -> Result<[u16; 16], &'static str> {
+    let mut count = [0u16; 16];
+    for &l in lens {
+        count[usize::from(l)] += 1;
+    }
+    count[0] = 0;
+    let mut left: i32 = 1;
+    for &c in &count[1..] {
+        left = left * 2 - i32::from(c);
+        if left < 0 {
+            return Err("an over-subscribed Huffman code");
+        }
+    }
+    let used: u16 = count[1..].iter().sum();
+    if left > 0 {
+        // A single code of length 1 (RFC 1951: one distance code) or no code at all.
+        let single = used == 1 && count[1] == 1;
+        if !(incomplete_ok && (single || used == 0)) {
+            return Err("an incomplete Huffman code");
+        }
+    }
+    Ok(count)
+}
+
+fn lit_entry(sym: usize) -> Option<u32> {
+    match sym {
+        0..=255 => Some(KIND_LIT | ((sym as u32) << 16)),
+        256 => Some(KIND_EOB),
+        257..=285 => {
+            let i = sym - 257;
+            Some(KIND_LEN | (u32::from(LEN_EXTRA[i]) << 8) | (u32::from(LEN_BASE[i]) << 16))
+        }
+        _ => None,
+    }
+}
+
+fn dist_entry(sym: usize) -> Option<u32> {
+    (sym < 30).then(|| (u32::from(DIST_EXTRA[sym]) << 8) | (u32::from(DIST_BASE[sym]) << 16))
+}
+
+/// Looks `bits` up in a two-level table; returns the entry (0 for no code).
+#[inline(always)]
+fn lookup(table: &[u32], buf: u64, root: u32) -> u32 {
+    let e = table[(buf & ((1 << root) - 1)) as usize];
+    if e & KIND_SUB == 0 {
+        return e;
+    }
+    let sub = (buf >> root) as usize & ((1 << (e & 0x1f)) - 1);
+    // Sub-table entries hold the full code length.
+    table[(e >> 16) as usize + sub]
+}
+
+/// Reads a dynamic block header's code lengths (after BFINAL/BTYPE) and builds the
+/// tables. Shared by the decoder and the block finder.
+fn read_dynamic(
+    bits: &mut Bits<'_>,
+    lit: &mut [u32; LIT_TABLE],
+    dist: &mut [u32; DIST_TABLE],
+) -> Result<(), &'static str> {
+    let mut lens = [0u8; 286 + 30];
+    let (hlit, total) = read_lengths(bits, &mut lens)?;
+    build(&lens[..hlit], LIT_BITS, &mut lit[..], lit_entry, true)?;
+    build(
+        &lens[hlit..total],
+        DIST_BITS,
+        &mut dist[..],
+        dist_entry,
+        true,
+    )?;
+    Ok(())
+}
+
+/// Reads a dynamic block header's code lengths into `lens`: the literal/length count and
+/// the total count.
+fn read_lengths(
+    bits: &mut Bits<'_>,
+    lens: &mut [u8; 286 + 30],
+) -> Result<(usize, usize), &'static str> {
+    bits.refill();
+    let hlit = bits.take(5) as usize + 257;
+    let hdist = bits.take(5) as usize + 1;
+    let hclen = bits.take(4) as usize + 4;
+    if hlit > 286 || hdist > 30 {
+        return Err("too many length or distance codes");
+    }
+    let mut cl = [0u8; 19];
+    for (k, &i) in CL_ORDER[..hclen].iter().enumerate() {
+        if k % 10 == 0 {
+            bits.refill();
+        }
+        cl[i] = bits.take(3) as u8;
+    }
+    let mut cl_table = [0u32; 128];
+    build(&cl, 7, &mut cl_table, |s| Some((s as u32) << 16), false)?;
+    let total = hlit + hdist;
+    let mut i = 0;
+    while i < total {
+        bits.refill();
+        let e = cl_table[bits.peek(7) as usize];
+        let l = e & 0x1f;
+        if l == 0 {
+            return Err("an invalid code-length code");
+        }
+        bits.consume(l);
+        let sym = e >> 16;
+        let (value, repeat) = match sym {
+            0..=15 => (sym as u8, 1),
+            16 => {
+                if i == 0 {
+                    return Err("a repeat of no previous code length");
+                }
+                (lens[i - 1], 3 + bits.take(2) as usize)
+            }
+            17 => (0, 3 + bits.take(3) as usize),
+            _ => (0, 11 + bits.take(7) as usize),
+        };
+        if i + repeat > total {
+            return Err("code lengths that run past their count");
+        }
+        lens[i..i + repeat].fill(value);
+        i += repeat;
+    }
+    if lens[256] == 0 {
+        return Err("no end-of-block code");
+    }
+    Ok((hlit, total))
+}
+
+/// The fixed Huffman code's lengths.
+fn fixed_tables(lit: &mut [u32; LIT_TABLE], dist: &mut [u32; DIST_TABLE]) {
+    let mut lens = [0u8; 288];
+    lens[..144].fill(8);
+    lens[144..256].fill(9);
+    lens[256..280].fill(7);
+    lens[280..].fill(8);
+    // Complete codes: these cannot fail.
+    let _ = build(&lens, LIT_BITS, &mut lit[..], lit_entry, false);
+    let _ = build(&[5u8; 32], DIST_BITS, &mut dist[..], dist_entry, false);
+}
+
+/// Whether a block that the block finder recognises starts at `bit`: a non-final
+/// dynamic block, or a non-final stored block whose padding bits are zero. `None` when
+/// the data ends first.
+fn findable_at(data: &[u8], bit: usize) -> Option<bool> {
+    if bit + 3 > data.len() * 8 {
+        return None;
+    }
+    let mut b = Bits::at(data, bit);
+    b.refill();
+    let head = b.take(3);
+    Some(match head {
+        0b100 => true,
+        0b000 => {
+            let pad = (8 - (bit + 3) % 8) % 8;
+            b.peek(pad as u32) == 0
+        }
+        _ => false,
+    })
+}
+
+impl Inflater {
+    /// A decoder about to read a block header at bit `bit`.
+    pub(crate) fn new(bit: usize) -> Inflater {
+        Inflater {
+            lit: Box::new([0; LIT_TABLE]),
+            dist: Box::new([0; DIST_TABLE]),
+            phase: Phase::Header,
+            last: false,
+            bit,
+        }
+    }
+
+    /// Starts over at a block header at `bit` (a new member's first block).
+    pub(crate) fn restart(&mut self, bit: usize) {
+        self.phase = Phase::Header;
+        self.last = false;
+        self.bit = bit;
+    }
+
+    /// Moves the bit offset back by `bytes` (the data will be given from `bytes` later).
+    pub(crate) fn rebase(&mut self, bytes: usize) {
+        self.bit -= bytes * 8;
+    }
+
+    /// Decodes from `self.bit` into `out[*len..]` (see [`Stop`]). `out` must hold
+    /// `limit + OVERSHOOT` elements; back-references reach `hist`.
+    pub(crate) fn run<T: Symbol>(
+        &mut self,
+        data: &[u8],
+        out: &mut [T],
+        len: &mut usize,
+        limit: usize,
+        hist: &History<'_, T>,
+        stop_bit: usize,
+    ) -> Result<Stop, InflateError> {
+        debug_assert!(out.len() >= limit + OVERSHOOT);
+        loop {
+            match self.phase {
+                Phase::Done => return Ok(Stop::FinalEnd),
+                Phase::Header => {
+                    if self.bit >= stop_bit {
+                        match findable_at(data, self.bit) {
+                            None => return Ok(Stop::NeedInput),
+                            Some(true) => return Ok(Stop::Boundary),
+                            Some(false) => {}
+                        }
+                    }
+                    let start = self.bit;
+                    let mut bits = Bits::at(data, start);
+                    bits.refill();
+                    let last = bits.take(1) == 1;
+                    let kind = bits.take(2);
+                    let result = match kind {
+                        0 => {
+                            let pad = (bits.bit() % 8) as u32;
+                            if pad > 0 {
+                                bits.consume(8 - pad);
+                            }
+                            bits.refill();
+                            let l = bits.take(16);
+                            let nl = bits.take(16);
+                            if l != !nl & 0xffff {
+                                Err("a stored block whose length check fails")
+                            } else {
+                                Ok(Phase::Stored(l))
+                            }
+                        }
+                        1 => {
+                            fixed_tables(&mut self.lit, &mut self.dist);
+                            Ok(Phase::Huffman)
+                        }
+                        2 => read_dynamic(&mut bits, &mut self.lit, &mut self.dist)
+                            .map(|()| Phase::Huffman),
+                        _ => Err("a block of the reserved type 3"),
+                    };
+                    if bits.overrun() {
+                        return Ok(Stop::NeedInput);
+                    }
+                    self.phase = result.map_err(|what| InflateError { bit: start, what })?;
+                    self.last = last;
+                    self.bit = bits.bit();
+                }
+                Phase::Stored(left) => {
+                    // Stored data starts byte-aligned.
+                    let at = self.bit / 8;
+                    let have = data.len().saturating_sub(at);
+                    let room = limit.saturating_sub(*len);
+                    let n = (left as usize).min(have).min(room);
+                    for (o, &b) in out[*len..*len + n].iter_mut().zip(&data[at..at + n]) {
+                        *o = T::literal(b);
+                    }
+                    *len += n;
+                    self.bit += n * 8;
+                    let left = left - n as u32;
+                    if left == 0 {
+                        self.phase = if self.last {
+                            Phase::Done
+                        } else {
+                            Phase::Header
+                        };
+                    } else {
+                        self.phase = Phase::Stored(left);
+                        return Ok(if room == n {
+                            Stop::OutputFull
+                        } else {
+                            Stop::NeedInput
+                        });
+                    }
+                }
+                Phase::Huffman => match self.huffman(data, out, len, limit, hist)? {
+                    Flow::EndOfBlock => {
+                        self.phase = if self.last {
+                            Phase::Done
+                        } else {
+                            Phase::Header
+                        };
+                    }
+                    Flow::Full => return Ok(Stop::OutputFull),
+                    Flow::NeedInput => return Ok(Stop::NeedInput),
+                },
+            }
+        }
+    }
+
+    /// Decodes symbols of the current Huffman block.
+    #[inline(never)]
+    fn huffman<T: Symbol>(
+        &mut self,
+        data: &[u8],
+        out: &mut [T],
+        len: &mut usize,
+        limit: usize,
+        hist: &History<'_, T>,
+    ) -> Result<Flow, InflateError> {
+        let lit = &*self.lit;
+        let dist_table = &*self.dist;
+        let mut bits = Bits::at(data, self.bit);
+        let mut n = *len;
+        // The fast loop: at least 16 bytes of input ahead (no refill can run out, no
+        // symbol can read past the end) and room for three literals or one match.
+        'fast: while n < limit && bits.pos + 16 <= data.len() {
+            bits.refill();
+            let mut e = lookup(lit, bits.buf, LIT_BITS);
+            if is_literal(e) {
+                // Up to three literals from one refill (15 bits each at most).
+                bits.consume(e & 0x1f);
+                out[n] = T::literal((e >> 16) as u8);
+                n += 1;
+                e = lookup(lit, bits.buf, LIT_BITS);
+                if is_literal(e) {
+                    bits.consume(e & 0x1f);
+                    out[n] = T::literal((e >> 16) as u8);
+                    n += 1;
+                    e = lookup(lit, bits.buf, LIT_BITS);
+                    if is_literal(e) {
+                        bits.consume(e & 0x1f);
+                        out[n] = T::literal((e >> 16) as u8);
+                        n += 1;
+                        continue 'fast;
+                    }
+                }
+                if bits.n < 48 {
+                    bits.refill();
+                    e = lookup(lit, bits.buf, LIT_BITS);
+                }
+            }
+            let l = e & 0x1f;
+            let at = bits.bit();
+            if l == 0 {
+                *len = n;
+                self.bit = at;
+                return Err(InflateError {
+                    bit: at,
+                    what: "an invalid literal/length code",
+                });
+            }
+            bits.consume(l);
+            if e & KIND_EOB != 0 {
+                *len = n;
+                self.bit = bits.bit();
+                return Ok(Flow::EndOfBlock);
+            }
+            let length = ((e >> 16) & VALUE_MASK) as usize + bits.take((e >> 8) & 0xf) as usize;
+            let d = lookup(dist_table, bits.buf, DIST_BITS);
+            let dl = d & 0x1f;
+            if dl == 0 {
+                *len = n;
+                self.bit = at;
+                return Err(InflateError {
+                    bit: at,
+                    what: "an invalid distance code",
+                });
+            }
+            bits.consume(dl);
+            let distance = ((d >> 16) & VALUE_MASK) as usize + bits.take((d >> 8) & 0xf) as usize;
+            if distance <= n - hist.floor {
+                let src = n - distance;
+                if distance >= 8 {
+                    // Whole words, overshooting into the slack: each source word was
+                    // written before its destination.
+                    let mut k = 0;
+                    while k < length {
+                        let mut word = [T::default(); 8];
+                        word.copy_from_slice(&out[src + k..src + k + 8]);
+                        out[n + k..n + k + 8].copy_from_slice(&word);
+                        k += 8;
+                    }
+                } else if distance == 1 {
+                    let v = out[src];
+                    out[n..n + length].fill(v);
+                } else {
+                    for k in 0..length {
+                        out[n + k] = out[src + k];
+                    }
+                }
+                n += length;
+            } else if distance
+                <= n - hist.floor
+                    + if hist.floor == 0 {
+                        hist.prefix.len()
+                    } else {
+                        0
+                    }
+            {
+                copy_from_prefix(out, n, distance, length, hist.prefix);
+                n += length;
+            } else {
+                *len = n;
+                self.bit = at;
+                return Err(InflateError {
+                    bit: at,
+                    what: "a distance too far back",
+                });
+            }
+        }
+        let flow = loop {
+            if n >= limit {
+                break Ok(Flow::Full);
+            }
+            let saved = (bits.pos, bits.buf, bits.n);
+            bits.refill();
+            let e = lookup(lit, bits.buf, LIT_BITS);
+            let l = e & 0x1f;
+            if is_literal(e) {
+                bits.consume(l);
+                out[n] = T::literal((e >> 16) as u8);
+                n += 1;
+                if bits.overrun() {
+                    n -= 1;
+                    (bits.pos, bits.buf, bits.n) = saved;
+                    break Ok(Flow::NeedInput);
+                }
+                continue;
+            }
+            let fail = |bits: &Bits<'_>, what| {
+                if bits.overrun() {
+                    Ok(Flow::NeedInput)
+                } else {
+                    Err(InflateError {
+                        bit: saved.0 * 8 - saved.2 as usize,
+                        what,
+                    })
+                }
+            };
+            if l == 0 {
+                let r = fail(&bits, "an invalid literal/length code");
+                (bits.pos, bits.buf, bits.n) = saved;
+                break r;
+            }
+            bits.consume(l);
+            if e & KIND_EOB != 0 {
+                if bits.overrun() {
+                    (bits.pos, bits.buf, bits.n) = saved;
+                    break Ok(Flow::NeedInput);
+                }
+                break Ok(Flow::EndOfBlock);
+            }
+            let length = ((e >> 16) & VALUE_MASK) as usize + bits.take((e >> 8) & 0xf) as usize;
+            let d = lookup(dist_table, bits.buf, DIST_BITS);
+            let dl = d & 0x1f;
+            if dl == 0 {
+                let r = fail(&bits, "an invalid distance code");
+                (bits.pos, bits.buf, bits.n) = saved;
+                break r;
+            }
+            bits.consume(dl);
+            let distance = ((d >> 16) & VALUE_MASK) as usize + bits.take((d >> 8) & 0xf) as usize;
+            if bits.overrun() {
+                (bits.pos, bits.buf, bits.n) = saved;
+                break Ok(Flow::NeedInput);
+            }
+            let reach = n - hist.floor
+                + if hist.floor == 0 {
+                    hist.prefix.len()
+                } else {
+                    0
+                };
+            if distance > reach {
+                let r = fail(&bits, "a distance too far back");
+                (bits.pos, bits.buf, bits.n) = saved;
+                break r;
+            }
+            if distance <= n - hist.floor {
+                let src = n - distance;
+                if distance >= length {
+                    out.copy_within(src..src + length, n);
+                } else if distance == 1 {
+                    let v = out[src];
+                    out[n..n + length].fill(v);
+                } else {
+                    for k in 0..length {
+                        out[n + k] = out[src + k];
+                    }
+                }
+            } else {
+                copy_from_prefix(out, n, distance, length, hist.prefix);
+            }
+            n += length;
+        };
+        *len = n;
+        self.bit = bits.bit();
+        flow
+    }
+}
+
+/// A match that starts in the history before `out[0]`.
+fn copy_from_prefix<T: Symbol>(out: &mut [T], n: usize, distance: usize, length: usize, p: &[T]) {
+    for k in 0..length {
+        let at = n + k;
+        out[at] = if at >= distance {
+            out[at - distance]
+        } else {
+            p[p.len() + at - distance]
+        };
+    }
+}
+
+enum Flow {
+    EndOfBlock,
+    Full,
+    NeedInput,
+}
+
+/// The first bit at or after `from` (and before `to`) where a block that [`findable_at`]
+/// recognises plausibly starts: a non-final dynamic block whose header builds valid
+/// codes, or a non-final stored block with zero padding and a matching length check.
+/// Cheap filters come first: a table over the 13 bits of BFINAL, BTYPE, HLIT and HDIST.
+pub(crate) fn find_block(data: &[u8], from: usize, to: usize) -> Option<usize> {
+    static FILTER: std::sync::OnceLock<Box<[bool; 1 << 13]>> = std::sync::OnceLock::new();
+    let filter = FILTER.get_or_init(|| {
+        let mut t = Box::new([false; 1 << 13]);
+        for (i, v) in t.iter_mut().enumerate() {
+            let hlit = (i >> 3) & 0x1f;
+            let hdist = (i >> 8) & 0x1f;
+            *v = i & 7 == 0b100 && hlit <= 29 && hdist <= 29;
+        }
+        t
+    });
+    let to = to.min(data.len() * 8);
+    // What a code-length code length takes from the Kraft sum (out of 128).
+    const KRAFT: [i32; 8] = [0, 64, 32, 16, 8, 4, 2, 1];
+    let mut byte = from / 8;
+    let mut first = from % 8;
+    while byte * 8 < to {
+        let word = load64(data, byte);
+        for s in first..8 {
+            let at = byte * 8 + s;
+            if at >= to {
+                return None;
+            }
+            // At least 57 bits of the candidate: its 17 header bits and the HCLEN field.
+            let v = word >> s;
+            if filter[(v & 0x1fff) as usize] {
+                // The code-length code must be complete: up to 19 × 3 bits from bit 17,
+                // again within one load.
+                let hclen = ((v >> 13) & 0xf) as usize + 4;
+                let cl = load64(data, (at + 17) / 8) >> ((at + 17) % 8);
+                let mut left = 128;
+                for k in 0..hclen {
+                    left -= KRAFT[((cl >> (3 * k)) & 7) as usize];
+                }
+                if left == 0 && plausible_dynamic(data, at) {
+                    return Some(at);
+                }
+            } else if v & 7 == 0 {
+                // Stored: zero padding to the byte boundary, then LEN and its complement.
+                let pad = (8 - (at + 3) % 8) % 8;
+                if (v >> 3) & ((1 << pad) - 1) == 0 {
+                    let b = (at + 3 + pad) / 8;
+                    if let Some(h) = data.get(b..b + 4)
+                        && h[0] == !h[2]
+                        && h[1] == !h[3]
+                    {
+                        return Some(at);
+                    }
+                }
+            }
+        }
+        first = 0;
+        byte += 1;
+    }
+    None
+}
+
+/// Eight bytes from `at`, little-endian, zeros past the end.
+#[inline(always)]
+fn load64(data: &[u8], at: usize) -> u64 {
+    let mut w = [0u8; 8];
+    match data.get(at..at + 8) {
+        Some(b) => w.copy_from_slice(b),
+        None => {
+            let tail = data.get(at..).unwrap_or_default();
+            w[..tail.len()].copy_from_slice(tail);
+        }
+    }
+    u64::from_le_bytes(w)
+}
+
+/// The full check of a dynamic block header at `at`: its code lengths make codes that
+/// the decoder accepts (checked by counting, without building tables).
+fn plausible_dynamic(data: &[u8], at: usize) -> bool {
+    let mut bits = Bits::at(data, at);
+    bits.refill();
+    bits.consume(3);
+    let mut lens = [0u8; 286 + 30];
+    let Ok((hlit, total)) = read_lengths(&mut bits, &mut lens) else {
+        return false;
+    };
+    !bits.overrun()
+        && check_code(&lens[..hlit], true).is_ok()
+        && check_code(&lens[hlit..total], true).is_ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    fn deflate(data: &[u8], level: u32) -> Vec<u8> {
+        let mut w = flate2::write::DeflateEncoder::new(Vec::new(), flate2::Compression::new(level));
+        w.write_all(data).unwrap();
+        w.finish().unwrap()
+    }
+
+    fn text(len: usize) -> Vec<u8> {
+        let mut x = 12345u32;
+        (0..len)
+            .map(|_| {
+                x = x.wrapping_mul(1_103_515_245).wrapping_add(12345);
+                b"the quick brown fox jumps over lazy dogs 0123"[(x >> 16) as usize % 45]
+            })
+            .collect()
+    }
+
+    fn inflate_all(packed: &[u8]) -> Result<Vec<u8>, InflateError> {
+        let mut inf = Inflater::new(0);
+        let mut out = vec![0u8; 1 << 16];
+        let mut len = 0;
+        let hist = History {
+            prefix: &[],
+            floor: 0,
+        };
+        loop {
+            if out.len() < len + (1 << 15) + OVERSHOOT {
+                out.resize(out.len() * 2, 0);
+            }
+            let limit = out.len() - OVERSHOOT;
+            match inf.run(packed, &mut out, &mut len, limit, &hist, usize::MAX)? {
+                Stop::FinalEnd => break,
+                Stop::OutputFull => {}
+                other => panic!("{other:?}"),
+            }
+        }
+        out.truncate(len);
+        Ok(out)
+    }
+
+    #[test]
+    fn inflates_what_flate2_deflates() {
+        for level in [0, 1, 6, 9] {
+            for data in [text(300_000), vec![7u8; 100_000], b"a".to_vec(), Vec::new()] {
+                let packed = deflate(&data, level);
+                assert_eq!(inflate_all(&packed).unwrap(), data, "level {level}");
+            }
+        }
+    }
+
+    #[test]
+    fn finds_the_blocks_that_the_decoder_stops_at() {
+        let data = text(2_000_000);
+        let packed = deflate(&data, 6);
+        // Every boundary the decoder stops at is the first the finder finds from there.
+        let mut inf = Inflater::new(0);
+        let mut out = vec![0u8; data.len() + 1000];
+        let mut len = 0;
+        let hist = History {
+            prefix: &[],
+            floor: 0,
+        };
+        let mut found = 0;
+        let mut wrong = 0;
+        for stop in (1..packed.len() * 8).step_by(50_000) {
+            if inf.bit >= stop {
+                continue;
+            }
+            let limit = out.len() - OVERSHOOT;
+            match inf
+                .run(&packed, &mut out, &mut len, limit, &hist, stop)
+                .unwrap()
+            {
+                Stop::Boundary => {
+                    // No false negative; false positives before it are rare.
+                    let end = packed.len() * 8;
+                    assert_eq!(find_block(&packed, inf.bit, end), Some(inf.bit));
+                    let first = find_block(&packed, stop, end).unwrap();
+                    if first != inf.bit {
+                        let head = Bits::at(&packed, first).peek(3);
+                        eprintln!("false positive at {first} (type bits {head:03b})");
+                        wrong += 1;
+                    }
+                    found += 1;
+                }
+                Stop::FinalEnd => break,
+                other => panic!("{other:?}"),
+            }
+        }
+        assert!(found > 5 && wrong * 5 <= found, "{found} {wrong}");
+    }
+}
