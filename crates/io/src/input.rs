@@ -223,7 +223,9 @@ impl Input {
             && super::decompress::is_splittable_gzip(raw.available())
         {
             BlockStream::start_parallel_gzip(Box::new(raw), threads)
-        } else if matches!(codec, Compression::Bzip2 | Compression::Xz) && threads > 1 {
+        } else if codec == Compression::Bzip2 && threads > 1 {
+            crate::parbzip2::start(Box::new(raw), threads)
+        } else if codec == Compression::Xz && threads > 1 {
             BlockStream::start_parallel_streams(Box::new(raw), codec, threads)
         } else {
             BlockStream::start(Box::new(raw), codec)

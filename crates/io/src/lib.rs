@@ -42,6 +42,7 @@ mod decompress;
 mod input;
 #[allow(unsafe_code)]
 pub mod mmap;
+mod parbzip2;
 mod reader;
 
 pub use compress::{CompressOptions, GZIP_MEMBER_SUBFIELD, ParallelWriter};
