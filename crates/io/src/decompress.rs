@@ -65,11 +65,7 @@ pub(crate) struct Fault {
 }
 
 impl Fault {
-    pub(crate) fn damaged(
-        unit: Option<u64>,
-        at: Option<u64>,
-        detail: impl fmt::Display,
-    ) -> Fault {
+    pub(crate) fn damaged(unit: Option<u64>, at: Option<u64>, detail: impl fmt::Display) -> Fault {
         Fault {
             trailing: false,
             unit,
@@ -812,9 +808,9 @@ pub fn decompress_here(
             );
         }
         // bzip2 is split at its blocks (one stream or many), see `crate::parbzip2`.
-        Compression::Bzip2 if split => crate::parbzip2::decompress_here(raw, &mut buffer, &mut emit, &|| {
-            stopped.get()
-        }),
+        Compression::Bzip2 if split => {
+            crate::parbzip2::decompress_here(raw, &mut buffer, &mut emit, &|| stopped.get())
+        }
         Compression::Xz if split => split_streams(raw, codec, &mut |job| {
             work_stream(codec, job, &mut buffer, &mut emit);
             !stopped.get()

@@ -222,7 +222,8 @@ fn next_stream(bytes: &[u8], mut at: usize, at_eof: bool) -> NextStream {
         let level = match head {
             [b'B', b'Z', b'h', digit @ b'1'..=b'9', ..] => digit - b'0',
             _ => {
-                let preview: Vec<String> = head.iter().take(8).map(|b| format!("{b:02x}")).collect();
+                let preview: Vec<String> =
+                    head.iter().take(8).map(|b| format!("{b:02x}")).collect();
                 let n = head.len();
                 let len = match at_eof {
                     true => format!("{n} byte{}", if n == 1 { "" } else { "s" }),
@@ -556,11 +557,9 @@ impl Book {
                         ),
                     })
                 }
-                NextStream::Damaged { at, empty, why } => Some(Fault::damaged(
-                    Some(self.stream + empty + 1),
-                    Some(at),
-                    why,
-                )),
+                NextStream::Damaged { at, empty, why } => {
+                    Some(Fault::damaged(Some(self.stream + empty + 1), Some(at), why))
+                }
                 NextStream::Short => Some(place.fault("the input ends after the stream")),
             },
         };
@@ -626,7 +625,9 @@ pub(crate) fn work(
                         bit,
                     };
                     drop(book);
-                    emit(Piece::Failed(place.fault("the input ends before this block")));
+                    emit(Piece::Failed(
+                        place.fault("the input ends before this block"),
+                    ));
                 }
             }
             None
@@ -690,7 +691,9 @@ fn decode_block(
         let fed = decoder.total_in() as usize;
         match decoder.decompress(&framed[fed..], &mut out[..1]) {
             Err(e) => break Probe::Bad(libbz2_says(e)),
-            Ok(bzip2::Status::StreamEnd) => break Probe::Bad("it is an end-of-stream marker".into()),
+            Ok(bzip2::Status::StreamEnd) => {
+                break Probe::Bad("it is an end-of-stream marker".into());
+            }
             Ok(bzip2::Status::MemNeeded) => break Probe::Bad("libbz2 is out of memory".into()),
             Ok(_) => {}
         }
@@ -922,7 +925,11 @@ fn split_with(
                 return;
             }
             NextStream::Damaged { at, empty, why } => {
-                deal(BlockJob::Failed(Fault::damaged(Some(empty + 1), Some(at), why)));
+                deal(BlockJob::Failed(Fault::damaged(
+                    Some(empty + 1),
+                    Some(at),
+                    why,
+                )));
                 return;
             }
         }
@@ -951,9 +958,8 @@ fn split_with(
             }
             let rel = (bit / 8 - base) as usize;
             if bit % 8 == 0
-                && let Some([b'B', b'Z', b'h', digit @ b'1'..=b'9']) = rel
-                    .checked_sub(4)
-                    .and_then(|h| buf.get(h..rel))
+                && let Some([b'B', b'Z', b'h', digit @ b'1'..=b'9']) =
+                    rel.checked_sub(4).and_then(|h| buf.get(h..rel))
             {
                 level = digit - b'0';
             }
@@ -993,7 +999,9 @@ fn split_with(
         // Drop what no job needs any more (keeping a stream header before a magic).
         let keep = found
             .front()
-            .map_or(scanned, |&(bit, _)| ((bit / 8 - base) as usize).min(scanned))
+            .map_or(scanned, |&(bit, _)| {
+                ((bit / 8 - base) as usize).min(scanned)
+            })
             .saturating_sub(4);
         if keep > buf.len() / 2 {
             buf.drain(..keep);
@@ -1151,7 +1159,11 @@ mod tests {
                     let pos = at + i;
                     let byte = &mut bytes[(pos / 8) as usize];
                     let mask = 0x80 >> (pos % 8);
-                    *byte = if bit == 1 { *byte | mask } else { *byte & !mask };
+                    *byte = if bit == 1 {
+                        *byte | mask
+                    } else {
+                        *byte & !mask
+                    };
                 }
                 let mut found = VecDeque::new();
                 scan(&bytes, 0, bytes.len(), 100, &mut found);
@@ -1169,7 +1181,10 @@ mod tests {
         for level in [1, 5, 9] {
             let data = trace_like(350_000 * level as usize + 12_345, u64::from(level));
             let packed = bz(&data, level);
-            assert!(magics(&packed).len() >= 3, "several blocks at level {level}");
+            assert!(
+                magics(&packed).len() >= 3,
+                "several blocks at level {level}"
+            );
             let (out, err) = here(&packed, &[]);
             assert!(err.is_none(), "{err:?}");
             assert!(out == data, "level {level}");
@@ -1221,7 +1236,11 @@ mod tests {
         let err = err.expect("a cut stream fails");
         assert!(err.detail.contains("block 4"), "{}", err.detail);
         assert!(err.detail.contains("ends inside it"), "{}", err.detail);
-        assert!(out.len() >= 300_000 && data.starts_with(&out), "{}", out.len());
+        assert!(
+            out.len() >= 300_000 && data.starts_with(&out),
+            "{}",
+            out.len()
+        );
         // A flipped bit in the third block: the first two come out.
         let mut bad = packed.clone();
         bad[(real[2] / 8 + 5000) as usize] ^= 0x10;
@@ -1238,7 +1257,11 @@ mod tests {
         let (out, err) = here(&packed, &[]);
         assert!(out == data);
         let err = err.unwrap();
-        assert!(err.trailing && err.detail.contains("8 bytes"), "{}", err.detail);
+        assert!(
+            err.trailing && err.detail.contains("8 bytes"),
+            "{}",
+            err.detail
+        );
         // The stored combined CRC is the 32 bits after the end magic.
         let mut packed = bz(&data, 1);
         let n = packed.len();
