@@ -20,12 +20,13 @@
 //!   a block of the stream's level can take ([`max_block_bytes`]), or to the input's end.
 //! - **Workers** ([`work`]): a block is re-framed as a one-block stream for libbz2 (the
 //!   `bzip2` crate's raw [`bzip2::Decompress`]): `BZh` + the level, then the block's bits
-//!   shifted to byte alignment. The decoder is first asked for a single byte of output. It
-//!   produces none before it has read the block's whole Huffman-coded part, and it reads
-//!   its input a byte at a time, only when it needs more bits: so the input it consumed at
-//!   that moment says, to 8 bits, where the block ends. A block or end-of-stream magic must
-//!   start there; the block's output then streams out in [`DECOMPRESSED_BLOCK`] pieces and
-//!   libbz2 checks the block CRC at its end.
+//!   shifted to byte alignment. The decoder is first given no room for output: it then
+//!   stops once it has read the block's whole Huffman-coded part (it produces nothing
+//!   before), and as it reads its input a byte at a time, only when it needs more bits,
+//!   the input it consumed says, to 8 bits, where the block ends. A block or
+//!   end-of-stream magic must start there; the block's output then streams out in
+//!   [`DECOMPRESSED_BLOCK`] pieces, with no more input (so libbz2 cannot go on into the
+//!   next block), and libbz2 checks the block CRC at its end.
 //! - **False magics**: 48 bits can occur inside compressed data. A job is first given its
 //!   bytes only up to the next magic found. If the decoder wants more, the block is longer
 //!   (the magic in between was false) or damaged; the worker then waits until the blocks
@@ -643,6 +644,14 @@ fn libbz2_says(e: bzip2::Error) -> String {
     }
 }
 
+/// How an error while a block's output comes reads.
+fn block_error(e: bzip2::Error) -> String {
+    match e {
+        bzip2::Error::Data => "its data is damaged (it fails its CRC)".to_string(),
+        other => libbz2_says(other),
+    }
+}
+
 /// Decodes one block job (see the module documentation); `false` when the reader is gone.
 fn decode_block(
     block: &Block,
@@ -687,9 +696,14 @@ fn decode_block(
     if out.len() < DECOMPRESSED_BLOCK {
         out.resize(DECOMPRESSED_BLOCK, 0);
     }
+    // Output already taken while probing (0 or 1 byte), and an error libbz2 gave after it.
+    let mut len = 0;
+    let mut late_error = None;
     let probe = loop {
         let fed = decoder.total_in() as usize;
-        match decoder.decompress(&framed[fed..], &mut out[..1]) {
+        // No room for output: libbz2 stops once the block's coded part is read, or when
+        // the input runs out.
+        match decoder.decompress(&framed[fed..], &mut []) {
             Err(e) => break Probe::Bad(libbz2_says(e)),
             Ok(bzip2::Status::StreamEnd) => {
                 break Probe::Bad("it is an end-of-stream marker".into());
@@ -697,12 +711,24 @@ fn decode_block(
             Ok(bzip2::Status::MemNeeded) => break Probe::Bad("libbz2 is out of memory".into()),
             Ok(_) => {}
         }
-        if decoder.total_out() == 1 {
-            break ends(block, decoder.total_in());
+        let read = decoder.total_in();
+        if (read as usize) < framed.len() {
+            break ends(block, read);
         }
-        if (decoder.total_in() as usize) < framed.len() {
-            // libbz2 stops early only for want of input or of output space.
-            break Probe::Bad("libbz2 stopped without output".into());
+        // Every byte read: the block may end right there. One byte of room tells (and
+        // no input, so that a one-byte block does not go on into the next).
+        match decoder.decompress(&[], &mut out[..1]) {
+            Err(e) if decoder.total_out() == 1 => {
+                len = 1;
+                late_error = Some(e);
+                break ends(block, read);
+            }
+            Err(e) => break Probe::Bad(libbz2_says(e)),
+            Ok(_) if decoder.total_out() == 1 => {
+                len = 1;
+                break ends(block, read);
+            }
+            Ok(_) => {}
         }
         if covered == all {
             break Probe::Bad(match block.at_eof {
@@ -737,8 +763,14 @@ fn decode_block(
     };
     let (place, then) = place;
     // The block is real: its output, in pieces, then libbz2 checks its CRC.
-    let mut len = 1;
     loop {
+        if let Some(e) = late_error.take() {
+            if len > 0 && !emit(Piece::Data(out, len)) {
+                return false;
+            }
+            emit(Piece::Failed(place.fault(block_error(e))));
+            return true;
+        }
         if len == out.len() {
             if !emit(Piece::Data(std::mem::take(&mut out), len)) {
                 return false;
@@ -754,11 +786,7 @@ fn decode_block(
             if len > 0 && !emit(Piece::Data(out, len)) {
                 return false;
             }
-            let why = match e {
-                bzip2::Error::Data => "its data is damaged (it fails its CRC)".to_string(),
-                other => libbz2_says(other),
-            };
-            emit(Piece::Failed(place.fault(why)));
+            emit(Piece::Failed(place.fault(block_error(e))));
             return true;
         }
         let got = (decoder.total_out() - before) as usize;
@@ -779,8 +807,8 @@ fn decode_block(
     }
 }
 
-/// After the decoder produced its first byte having consumed `total_in` re-framed bytes:
-/// where the block ends and what follows it.
+/// After the decoder read the block's coded part, having consumed `total_in` re-framed
+/// bytes: where the block ends and what follows it.
 fn ends(block: &Block, total_in: u64) -> Probe {
     let bytes = &block.bytes[..];
     let shift = block.start % 8;
