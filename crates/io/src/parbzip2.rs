@@ -1304,4 +1304,60 @@ mod tests {
         assert!(out == data);
         assert!(err.unwrap().detail.contains("combine to"));
     }
+
+    /// Reads `packed` with the threaded reader and `threads` workers.
+    fn threaded(packed: &[u8], threads: usize) -> (Vec<u8>, Option<String>) {
+        let raw = crate::Input::from_reader(io::Cursor::new(packed.to_vec()));
+        let mut input =
+            crate::Input::decompress_with(raw, crate::Compression::Bzip2, threads).unwrap();
+        let mut out = Vec::new();
+        loop {
+            match input.fill(1) {
+                Ok(0) => return (out, None),
+                Ok(have) => {
+                    out.extend_from_slice(&input.available()[..have]);
+                    input.consume(have);
+                }
+                Err(e) => return (out, Some(e.to_string())),
+            }
+        }
+    }
+
+    #[test]
+    fn random_block_and_stream_boundaries_with_false_magics() {
+        use proptest::prelude::*;
+        use proptest::test_runner::{Config, TestRunner};
+        let mut runner = TestRunner::new(Config::with_cases(12));
+        let case = (
+            prop::collection::vec((0usize..260_000, 1u32..=3), 1..4),
+            any::<u64>(),
+            prop::collection::vec(0.0f64..1.0, 0..6),
+            2usize..4,
+        );
+        runner
+            .run(&case, |(streams, seed, fake_at, threads)| {
+                // Streams of random sizes and levels: blocks end wherever the sizes fall.
+                let mut data = Vec::new();
+                let mut packed = Vec::new();
+                for (i, (len, level)) in streams.iter().enumerate() {
+                    let part = trace_like(*len, seed ^ i as u64);
+                    packed.extend(bz(&part, *level));
+                    data.extend(part);
+                }
+                // False magics anywhere in the compressed bits after the first block's.
+                let bits = packed.len() as u64 * 8;
+                let fakes: Vec<u64> = fake_at
+                    .iter()
+                    .map(|f| 80 + (f * (bits - 160) as f64) as u64)
+                    .collect();
+                let (out, err) = here(&packed, &fakes);
+                prop_assert!(err.is_none(), "{:?}", err);
+                prop_assert!(out == data);
+                let (out, err) = threaded(&packed, threads);
+                prop_assert!(err.is_none(), "{:?}", err);
+                prop_assert!(out == data);
+                Ok(())
+            })
+            .unwrap();
+    }
 }

@@ -255,21 +255,3 @@ fn damaged_files_deliver_what_comes_before_the_damage() {
         assert!(here == sequential && err.is_some(), "{what}: on one thread");
     }
 }
-
-#[test]
-#[ignore]
-fn debug_file() {
-    let path = PathBuf::from(std::env::var("BZ_DEBUG").unwrap());
-    let (o, ok) = bzip2_dc(&path);
-    eprintln!("bzip2 -dc: {} {ok}", o.len());
-    for t in [1, 2] {
-        let (g, e) = read(&path, t);
-        eprintln!(
-            "threads {t}: {} {e:?} equal-prefix {}",
-            g.len(),
-            g.iter().zip(&o).take_while(|(a, b)| a == b).count()
-        );
-    }
-    let (g, e) = read_here(&path);
-    eprintln!("here: {} {e:?}", g.len());
-}
