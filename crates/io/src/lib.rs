@@ -36,6 +36,7 @@
 #![deny(unsafe_code)]
 #![deny(missing_docs)]
 
+mod bzblock;
 mod compress;
 mod compression;
 mod decompress;
