@@ -203,8 +203,8 @@ impl Input {
     }
 
     /// [`Input::decompress`] with a thread count for the codecs that can be decoded in
-    /// parallel: gzip written by tracekit (members with a size field) and multi-stream
-    /// bzip2 and xz (tracekit's, pbzip2's). 0 means one per core, 1 reads sequentially.
+    /// parallel: gzip written by tracekit (members with a size field), multi-stream xz
+    /// (tracekit's), and bzip2, block by block (any file, single-stream ones too). 0 means one per core, 1 reads sequentially.
     /// Other gzip files, zstd and lz4 (fast enough on one core) use one decoder thread.
     pub fn decompress_with(
         mut raw: Input,

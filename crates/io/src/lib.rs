@@ -4,8 +4,8 @@
 //!   a guarded memory mapping of a regular file, or large recycled blocks read from any
 //!   `Read` (pipes, stdin, decompressors);
 //! - [`Compression`]: gzip, bzip2, zstd, xz and lz4 recognised by magic and by file name,
-//!   decompressed on a worker thread (in parallel for multi-member gzip and multi-stream
-//!   bzip2/xz), and written by [`ParallelWriter`] on worker threads (zstd and lz4 with
+//!   decompressed on a worker thread (in parallel for multi-member gzip, multi-stream xz
+//!   and, block by block, every bzip2 file), and written by [`ParallelWriter`] on worker threads (zstd and lz4 with
 //!   checksums). Decompression works in memory bounded by the codecs' windows and the
 //!   number of workers, whatever sizes a file claims; bytes after the last complete
 //!   member/stream/frame are reported as trailing data after every byte before them;
