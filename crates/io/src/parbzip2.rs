@@ -13,9 +13,10 @@
 //! output put back in order); the format itself is described in the bzip2 sources
 //! (`decompress.c`) and in Joe Tsai's "bzip2 format specification".
 //!
-//! - **Splitter** ([`split`]): a scan over the compressed bytes with a 64 Ki-entry table
-//!   keyed by two consecutive bytes (every placement of either magic has two whole bytes
-//!   at a fixed offset), verifying the rare hits against a 64-bit window. Every block
+//! - **Splitter** ([`split`]): whatever its bit offset, a magic covers five whole bytes,
+//!   so the scan looks at every fourth pair of bytes only, through a 64 Ki-entry table
+//!   of the placements each pair can belong to, and verifies the rare hits against a
+//!   64-bit window (about 1.7 ms per MB here, against 4.8 ms looking at every pair). Every block
 //!   magic found becomes a job: the compressed bytes from that block on, up to the most
 //!   a block of the stream's level can take ([`max_block_bytes`]), or to the input's end.
 //! - **Workers** ([`work`]): a block is re-framed as a one-block stream for libbz2 (the
@@ -106,18 +107,25 @@ fn magic_at(bytes: &[u8], bit: u64) -> Option<Magic> {
     }
 }
 
-/// For each pair of consecutive bytes, the placements of a magic that have exactly those
-/// bytes as their second and third byte: bit `s` for the block magic starting `s` bits
-/// into the byte before the pair, bit `8 + s` for the end-of-stream magic.
-fn scan_table() -> &'static [u16] {
-    static TABLE: OnceLock<Box<[u16]>> = OnceLock::new();
+/// Bytes between the pairs the scan looks at.
+const STRIDE: usize = 4;
+
+/// For each pair of consecutive bytes, the placements of a magic that have those bytes
+/// whole: bit `32 * kind + 4 * shift + d` (kind 0 the block magic, 1 the end-of-stream
+/// one) when the magic starts `shift` bits into a byte `i` and the pair is at bytes
+/// `i + 1 + d`, `i + 2 + d`. Whatever its shift, a magic covers the five whole bytes
+/// `i + 1 ..= i + 5`, so looking at every [`STRIDE`]-th pair meets each placement once.
+fn scan_table() -> &'static [u64] {
+    static TABLE: OnceLock<Box<[u64]>> = OnceLock::new();
     TABLE.get_or_init(|| {
-        let mut table = vec![0u16; 1 << 16].into_boxed_slice();
+        let mut table = vec![0u64; 1 << 16].into_boxed_slice();
         for (kind, magic) in [BLOCK_MAGIC, END_MAGIC].into_iter().enumerate() {
             for shift in 0..8 {
-                // Magic bits [8 - shift, 24 - shift) fall on the two bytes of the pair.
-                let key = ((magic >> (24 + shift)) & 0xffff) as usize;
-                table[key] |= 1 << (8 * kind + shift);
+                for d in 0..STRIDE as u64 {
+                    // Magic bits [8 - shift + 8 d, 24 - shift + 8 d) fall on the pair.
+                    let key = ((magic >> (24 + shift - 8 * d)) & 0xffff) as usize;
+                    table[key] |= 1 << (32 * kind as u64 + 4 * shift + d);
+                }
             }
         }
         table
@@ -128,25 +136,33 @@ fn scan_table() -> &'static [u16] {
 /// `base` is the compressed byte offset of `bytes[0]`.
 fn scan(bytes: &[u8], from: usize, to: usize, base: u64, found: &mut VecDeque<(u64, Magic)>) {
     let table = scan_table();
-    let to = to.min(bytes.len().saturating_sub(2));
-    if from >= to {
-        return;
+    let first_new = found.len();
+    // Pairs at from + 1, from + 1 + STRIDE, ... up to the last that a magic starting
+    // before `to` can have whole.
+    let mut j = from + 1;
+    while j < to + STRIDE && j + 1 < bytes.len() {
+        let hits = table[usize::from(bytes[j]) << 8 | usize::from(bytes[j + 1])];
+        if hits != 0 {
+            let mut bits_left = hits;
+            while bits_left != 0 {
+                let b = u64::from(bits_left.trailing_zeros());
+                bits_left &= bits_left - 1;
+                let (shift, d) = ((b % 32) / 4, (b % 4) as usize);
+                let Some(byte) = j.checked_sub(1 + d) else {
+                    continue;
+                };
+                if byte < from || byte >= to {
+                    continue;
+                }
+                if let Some(magic) = magic_at(bytes, byte as u64 * 8 + shift) {
+                    found.push_back(((base + byte as u64) * 8 + shift, magic));
+                }
+            }
+        }
+        j += STRIDE;
     }
-    for (i, pair) in bytes[from + 1..to + 2].windows(2).enumerate() {
-        let hits = table[usize::from(pair[0]) << 8 | usize::from(pair[1])];
-        if hits == 0 {
-            continue;
-        }
-        let byte = from + i;
-        for shift in 0..8u64 {
-            if hits & (0x101 << shift) == 0 {
-                continue;
-            }
-            let bit = byte as u64 * 8 + shift;
-            if let Some(magic) = magic_at(bytes, bit) {
-                found.push_back(((base + byte as u64) * 8 + shift, magic));
-            }
-        }
+    if found.len() - first_new > 1 {
+        found.make_contiguous()[first_new..].sort_unstable_by_key(|f| f.0);
     }
 }
 
@@ -1313,11 +1329,10 @@ mod tests {
 
     #[test]
     fn scan_finds_magics_at_every_bit_offset() {
-        for shift in 0..8 {
+        for at in 0..64u64 {
             for (magic, kind) in [(BLOCK_MAGIC, Magic::Block), (END_MAGIC, Magic::End)] {
-                // 48 bits of magic at bit 8 * 5 + shift of 16 bytes of 0xff around it.
+                // 48 bits of magic at bit `at` of 16 bytes of 0xa5 around it.
                 let mut bytes = vec![0xa5u8; 16];
-                let at = 40 + shift;
                 for i in 0..48 {
                     let bit = (magic >> (47 - i)) & 1;
                     let pos = at + i;
@@ -1329,13 +1344,17 @@ mod tests {
                         *byte & !mask
                     };
                 }
-                let mut found = VecDeque::new();
-                scan(&bytes, 0, bytes.len(), 100, &mut found);
-                assert_eq!(
-                    found.into_iter().collect::<Vec<_>>(),
-                    vec![(800 + at, kind)],
-                    "shift {shift}"
-                );
+                // Scanned whole, and in two pieces cut anywhere.
+                for cut in 0..=bytes.len() {
+                    let mut found = VecDeque::new();
+                    scan(&bytes, 0, cut, 100, &mut found);
+                    scan(&bytes, cut, bytes.len(), 100, &mut found);
+                    assert_eq!(
+                        found.into_iter().collect::<Vec<_>>(),
+                        vec![(800 + at, kind)],
+                        "magic at bit {at}, cut at byte {cut}"
+                    );
+                }
             }
         }
     }
