@@ -1525,4 +1525,40 @@ mod tests {
             })
             .unwrap();
     }
+
+    #[test]
+    fn damage_anywhere_gives_what_libbz2_gives() {
+        use proptest::prelude::*;
+        use proptest::test_runner::{Config, TestRunner};
+        let data = trace_like(260_000, 11);
+        let packed = bz(&data, 1);
+        let mut runner = TestRunner::new(Config::with_cases(48));
+        let case = (
+            prop::collection::vec((0.0f64..1.0, 0u8..8), 1..4),
+            prop::option::of(0.0f64..1.0),
+        );
+        runner
+            .run(&case, |(flips, cut)| {
+                let mut bad = packed.clone();
+                for (at, bit) in flips {
+                    let i = ((at * bad.len() as f64) as usize).min(bad.len() - 1);
+                    bad[i] ^= 1 << bit;
+                }
+                if let Some(cut) = cut {
+                    bad.truncate((cut * bad.len() as f64) as usize);
+                }
+                // `here` compares our decoder with libbz2 (the same bytes, the same
+                // error); the sequential reader's output is a start of it or the reverse.
+                let (out, _) = here(&bad, &[]);
+                let mut seq = Vec::new();
+                let _ = crate::decompress_here(&bad[..], crate::Compression::Bzip2, false, |b| {
+                    seq.extend_from_slice(b);
+                    true
+                });
+                let common = out.len().min(seq.len());
+                prop_assert!(out[..common] == seq[..common]);
+                Ok(())
+            })
+            .unwrap();
+    }
 }
