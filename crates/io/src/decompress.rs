@@ -701,10 +701,11 @@ impl BlockStream {
         )
     }
 
-    /// Parallel bzip2 / xz for multi-stream files (tracekit's, pbzip2's): a splitter
+    /// Parallel xz (or bzip2) for multi-stream files (tracekit's, pbzip2's): a splitter
     /// thread cuts the input at stream starts; `workers` threads decode the streams, each
     /// into blocks handed on as they come. A stream larger than [`MAX_STREAM_CHUNK`]
-    /// compressed (a single-stream file) is decoded sequentially by the splitter.
+    /// compressed (a single-stream file) is decoded sequentially by the splitter. The
+    /// readers send bzip2 to `crate::parbzip2` instead, which splits at blocks.
     pub(crate) fn start_parallel_streams(
         raw: Box<dyn Read + Send>,
         codec: Compression,
