@@ -1,14 +1,15 @@
 //! tracekit's own decoder of one bzip2 block, the fast path of [`crate::parbzip2`].
 //!
 //! Why our own: libbz2 is a resumable state machine that reads Huffman codes a bit at a
-//! time (a `switch` on its saved state around every bit read), so decoding runs at about
-//! two thirds of the speed lbzip2's decoder reaches. This one reads from a slice that
-//! holds the whole block, so it needs no resumable state: codes are read through a
-//! table indexed by the next [`LOOKUP_BITS`] bits (a slower walk by length only for
-//! longer codes), the move-to-front list is a 256-byte array, and the inverse
-//! Burrows–Wheeler transform and the final run-length decoding follow the format (as
-//! the bzip2 sources and Joe Tsai's format description give it).
-//!
+//! time (a `switch` on its saved state around every bit read); lbzip2's decoder runs
+//! about 1.5 times as fast per thread. This one reads from a slice that holds the whole
+//! block, so it needs no resumable state: codes are read through a table indexed by the
+//! next [`LOOKUP_BITS`] bits (a slower walk by length only for longer codes), the
+//! move-to-front list is a 256-byte array, and the inverse Burrows–Wheeler transform and
+//! the final run-length decoding follow the format (as the bzip2 sources and Joe Tsai's
+//! format description give it). Measured here on one thread, on 20 MB of `bzip2 -9`
+//! trace data: 0.89 s against 1.31 s for libbz2 (1.47 times as fast).
+
 //! Exactness: for every block it accepts, its output is libbz2's, byte for byte (the
 //! same inverse transform, including libbz2's reading one symbol ahead at a block's end,
 //! which matters only for damaged blocks). It is stricter: a randomised block (from
