@@ -36,9 +36,10 @@
 //!   bytes only up to the next magic found. If the decoder wants more, the block is longer
 //!   (the magic in between was false) or damaged; the worker then waits until the blocks
 //!   before it are settled, and goes on past the false magic only if its own start is a
-//!   real block start; a job that starts at a false magic is dropped unread. So no input
-//!   byte is decoded more than once or twice, however many magics a hostile file holds,
-//!   and a join never reaches further than a block can be long.
+//!   real block start; a job that starts at a false magic is dropped unread. So each
+//!   input byte is decoded a small, fixed number of times at most (an eager look, then
+//!   the real block's own decoder and libbz2 if it declines), however many magics a
+//!   hostile file holds, and a join never reaches further than a block can be long.
 //! - **Order** ([`Ledger`]): which jobs are real blocks is settled in job order: a job is
 //!   a block if it starts where the previous block ended (or where the next stream's
 //!   first block starts). The ledger also combines the block CRCs of each stream
