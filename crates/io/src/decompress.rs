@@ -65,7 +65,7 @@ pub(crate) struct Fault {
 }
 
 impl Fault {
-    fn damaged(unit: Option<u64>, at: Option<u64>, detail: impl fmt::Display) -> Fault {
+    pub(crate) fn damaged(unit: Option<u64>, at: Option<u64>, detail: impl fmt::Display) -> Fault {
         Fault {
             trailing: false,
             unit,
@@ -634,15 +634,15 @@ impl BlockStream {
     /// Starts `workers` threads that run `work` on the jobs a splitter deals them (job
     /// `i` to worker `i % workers`), and the splitter thread, which runs `split` with the
     /// dealing function; pieces are taken from the workers in turn, which keeps order.
-    fn start_split(
+    pub(crate) fn start_split<J: Send + 'static>(
         name: &str,
         workers: usize,
         out_queue: usize,
-        work: impl FnMut(Job, &mut dyn FnMut() -> Vec<u8>, &mut dyn FnMut(Piece) -> bool)
+        work: impl FnMut(J, &mut dyn FnMut() -> Vec<u8>, &mut dyn FnMut(Piece) -> bool)
         + Send
         + Clone
         + 'static,
-        split: impl FnOnce(&mut dyn FnMut(Job) -> bool) + Send + 'static,
+        split: impl FnOnce(&mut dyn FnMut(J) -> bool) + Send + 'static,
     ) -> io::Result<BlockStream> {
         let workers = workers.max(1);
         let (out_pool_tx, out_pool_rx) = bounded::<Vec<u8>>((out_queue + 1) * workers + 3);
@@ -650,7 +650,7 @@ impl BlockStream {
         let mut job_senders = Vec::with_capacity(workers);
         let mut threads = Vec::with_capacity(workers + 1);
         for k in 0..workers {
-            let (job_tx, job_rx) = bounded::<Job>(2);
+            let (job_tx, job_rx) = bounded::<J>(2);
             let (out_tx, out_rx) = bounded::<Piece>(out_queue);
             let out_pool = out_pool_rx.clone();
             let mut work = work.clone();
@@ -673,7 +673,7 @@ impl BlockStream {
                 .name(format!("{name}-split"))
                 .spawn(move || {
                     let mut k = 0;
-                    let mut deal = |job: Job| -> bool {
+                    let mut deal = |job: J| -> bool {
                         let ok = job_senders[k].send(job).is_ok();
                         k = (k + 1) % job_senders.len();
                         ok
@@ -716,10 +716,11 @@ impl BlockStream {
         )
     }
 
-    /// Parallel bzip2 / xz for multi-stream files (tracekit's, pbzip2's): a splitter
+    /// Parallel xz (or bzip2) for multi-stream files (tracekit's, pbzip2's): a splitter
     /// thread cuts the input at stream starts; `workers` threads decode the streams, each
     /// into blocks handed on as they come. A stream larger than [`MAX_STREAM_CHUNK`]
-    /// compressed (a single-stream file) is decoded sequentially by the splitter.
+    /// compressed (a single-stream file) is decoded sequentially by the splitter. The
+    /// readers send bzip2 to `crate::parbzip2` instead, which splits at blocks.
     pub(crate) fn start_parallel_streams(
         raw: Box<dyn Read + Send>,
         codec: Compression,
@@ -822,7 +823,11 @@ pub fn decompress_here(
                 &mut Vec::new,
             );
         }
-        Compression::Bzip2 | Compression::Xz if split => split_streams(raw, codec, &mut |job| {
+        // bzip2 is split at its blocks (one stream or many), see `crate::parbzip2`.
+        Compression::Bzip2 if split => {
+            crate::parbzip2::decompress_here(raw, &mut buffer, &mut emit, &|| stopped.get())
+        }
+        Compression::Xz if split => split_streams(raw, codec, &mut |job| {
             work_stream(codec, job, &mut buffer, &mut emit);
             !stopped.get()
         }),

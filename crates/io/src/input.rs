@@ -203,11 +203,11 @@ impl Input {
     }
 
     /// [`Input::decompress`] with a thread count for the codecs that can be decoded in
-    /// parallel: gzip written by tracekit (members with a size field) and multi-stream
-    /// bzip2 and xz (tracekit's, pbzip2's), and any other gzip file of at least
-    /// [`crate::pargzip::MIN_PARALLEL_INPUT`] bytes (or of unknown size), decoded by
-    /// [`crate::pargzip`]. 0 means one per core, 1 reads sequentially. zstd and lz4 (fast
-    /// enough on one core) use one decoder thread.
+    /// parallel: gzip written by tracekit (members with a size field), multi-stream xz
+    /// (tracekit's), bzip2 block by block (any file, single-stream ones too), and any
+    /// other gzip file of at least [`crate::pargzip::MIN_PARALLEL_INPUT`] bytes (or of
+    /// unknown size), decoded by [`crate::pargzip`]. 0 means one per core, 1 reads
+    /// sequentially. zstd and lz4 (fast enough on one core) use one decoder thread.
     pub fn decompress_with(
         mut raw: Input,
         codec: Compression,
@@ -232,7 +232,9 @@ impl Input {
                 .is_none_or(|n| n >= crate::pargzip::MIN_PARALLEL_INPUT)
         {
             crate::pargzip::start(Box::new(raw), crate::pargzip::Config::new(threads))
-        } else if matches!(codec, Compression::Bzip2 | Compression::Xz) && threads > 1 {
+        } else if codec == Compression::Bzip2 && threads > 1 {
+            crate::parbzip2::start(Box::new(raw), threads)
+        } else if codec == Compression::Xz && threads > 1 {
             BlockStream::start_parallel_streams(Box::new(raw), codec, threads)
         } else {
             BlockStream::start(Box::new(raw), codec)

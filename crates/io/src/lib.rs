@@ -5,7 +5,8 @@
 //!   `Read` (pipes, stdin, decompressors);
 //! - [`Compression`]: gzip, bzip2, zstd, xz and lz4 recognised by magic and by file name,
 //!   decompressed on a worker thread (in parallel for multi-member gzip, for any other
-//!   gzip file through [`pargzip`], and for multi-stream bzip2/xz), and written by [`ParallelWriter`] on worker threads (zstd and lz4 with
+//!   gzip file through [`pargzip`], for multi-stream xz and, block by block, for every
+//!   bzip2 file), and written by [`ParallelWriter`] on worker threads (zstd and lz4 with
 //!   checksums). Decompression works in memory bounded by the codecs' windows and the
 //!   number of workers, whatever sizes a file claims; bytes after the last complete
 //!   member/stream/frame are reported as trailing data after every byte before them;
@@ -36,6 +37,7 @@
 #![deny(unsafe_code)]
 #![deny(missing_docs)]
 
+mod bzblock;
 mod compress;
 mod compression;
 mod decompress;
@@ -44,6 +46,7 @@ mod input;
 #[allow(unsafe_code)]
 pub mod mmap;
 mod output;
+mod parbzip2;
 pub mod pargzip;
 mod reader;
 
