@@ -746,10 +746,7 @@ fn decode_block(
     let all = usable(bytes.len());
 
     let mut decoder = bzip2::Decompress::new(false);
-    let mut out = buffer();
-    if out.len() < DECOMPRESSED_BLOCK {
-        out.resize(DECOMPRESSED_BLOCK, 0);
-    }
+    let mut out = fresh_block(buffer);
     // Output already taken while probing (0 or 1 byte), and an error libbz2 gave after it.
     let mut len = 0;
     let mut late_error = None;
@@ -817,48 +814,87 @@ fn decode_block(
     };
     let (place, then) = place;
     // The block is real: its output, in pieces, then libbz2 checks its CRC.
+    let mut output = BlockOutput {
+        out,
+        len,
+        buffer,
+        emit,
+    };
     loop {
         if let Some(e) = late_error.take() {
-            if len > 0 && !emit(Piece::Data(out, len)) {
-                return false;
-            }
-            emit(Piece::Failed(place.fault(block_error(e))));
-            return true;
+            return output.fail(place.fault(block_error(e)));
         }
-        if len == out.len() {
-            if !emit(Piece::Data(std::mem::take(&mut out), len)) {
-                return false;
-            }
-            out = buffer();
-            if out.len() < DECOMPRESSED_BLOCK {
-                out.resize(DECOMPRESSED_BLOCK, 0);
-            }
-            len = 0;
-        }
+        let Some(room) = output.room() else {
+            return false;
+        };
         let before = decoder.total_out();
-        if let Err(e) = decoder.decompress(&[], &mut out[len..]) {
-            if len > 0 && !emit(Piece::Data(out, len)) {
-                return false;
-            }
-            emit(Piece::Failed(place.fault(block_error(e))));
-            return true;
+        if let Err(e) = decoder.decompress(&[], room) {
+            return output.fail(place.fault(block_error(e)));
         }
         let got = (decoder.total_out() - before) as usize;
         if got == 0 {
             break;
         }
-        len += got;
+        output.len += got;
     }
-    if len > 0 && !emit(Piece::Data(out, len)) {
-        return false;
-    }
-    match then {
-        Some(fault) => {
-            emit(Piece::Failed(fault));
-            true
+    output.finish(then)
+}
+
+/// A real block's output on its way out, in pieces of [`DECOMPRESSED_BLOCK`] bytes.
+struct BlockOutput<'a> {
+    out: Vec<u8>,
+    /// Bytes of `out` written.
+    len: usize,
+    buffer: &'a mut dyn FnMut() -> Vec<u8>,
+    emit: &'a mut dyn FnMut(Piece) -> bool,
+}
+
+impl BlockOutput<'_> {
+    /// Room for more output, after handing on a full piece; `None` when the reader has
+    /// gone.
+    fn room(&mut self) -> Option<&mut [u8]> {
+        if self.len == self.out.len() {
+            if !(self.emit)(Piece::Data(std::mem::take(&mut self.out), self.len)) {
+                return None;
+            }
+            self.out = fresh_block(self.buffer);
+            self.len = 0;
         }
-        None => emit(Piece::JobDone),
+        Some(&mut self.out[self.len..])
     }
+
+    /// Hands on what was decoded, then `fault`; false when the reader has gone.
+    fn fail(self, fault: Fault) -> bool {
+        if self.len > 0 && !(self.emit)(Piece::Data(self.out, self.len)) {
+            return false;
+        }
+        (self.emit)(Piece::Failed(fault));
+        true
+    }
+
+    /// Hands on what was decoded, then the end of the job, or the fault that the ledger
+    /// found after the block (`then`).
+    fn finish(self, then: Option<Fault>) -> bool {
+        if self.len > 0 && !(self.emit)(Piece::Data(self.out, self.len)) {
+            return false;
+        }
+        match then {
+            Some(fault) => {
+                (self.emit)(Piece::Failed(fault));
+                true
+            }
+            None => (self.emit)(Piece::JobDone),
+        }
+    }
+}
+
+/// A recycled buffer of at least [`DECOMPRESSED_BLOCK`] bytes.
+fn fresh_block(buffer: &mut dyn FnMut() -> Vec<u8>) -> Vec<u8> {
+    let mut out = buffer();
+    if out.len() < DECOMPRESSED_BLOCK {
+        out.resize(DECOMPRESSED_BLOCK, 0);
+    }
+    out
 }
 
 /// A block our own decoder read: its verdict, then its output.
@@ -880,44 +916,23 @@ fn decode_own(
         }
         Some(Verdict::Real { place, then }) => (place, then),
     };
-    let mut out = buffer();
-    if out.len() < DECOMPRESSED_BLOCK {
-        out.resize(DECOMPRESSED_BLOCK, 0);
-    }
-    let mut len = 0;
+    let mut output = BlockOutput {
+        out: fresh_block(buffer),
+        len: 0,
+        buffer,
+        emit,
+    };
     loop {
-        if len == out.len() {
-            if !emit(Piece::Data(std::mem::take(&mut out), len)) {
-                return false;
-            }
-            out = buffer();
-            if out.len() < DECOMPRESSED_BLOCK {
-                out.resize(DECOMPRESSED_BLOCK, 0);
-            }
-            len = 0;
-        }
-        match own.fill(&mut out[len..]) {
+        let Some(room) = output.room() else {
+            return false;
+        };
+        match own.fill(room) {
             Ok(0) => break,
-            Ok(got) => len += got,
-            Err(_) => {
-                if len > 0 && !emit(Piece::Data(out, len)) {
-                    return false;
-                }
-                emit(Piece::Failed(place.fault(block_error(bzip2::Error::Data))));
-                return true;
-            }
+            Ok(got) => output.len += got,
+            Err(_) => return output.fail(place.fault(block_error(bzip2::Error::Data))),
         }
     }
-    if len > 0 && !emit(Piece::Data(out, len)) {
-        return false;
-    }
-    match then {
-        Some(fault) => {
-            emit(Piece::Failed(fault));
-            true
-        }
-        None => emit(Piece::JobDone),
-    }
+    output.finish(then)
 }
 
 /// After the decoder read the block's coded part, having consumed `total_in` re-framed

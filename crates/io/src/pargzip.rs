@@ -339,7 +339,18 @@ struct ByteRun<'a> {
     segs: Vec<Seg>,
 }
 
-impl ByteRun<'_> {
+impl<'a> ByteRun<'a> {
+    /// An empty run into `out`.
+    fn new(out: &'a mut Vec<u8>) -> ByteRun<'a> {
+        ByteRun {
+            out,
+            len: 0,
+            floor: 0,
+            seg_start: 0,
+            segs: Vec::new(),
+        }
+    }
+
     fn close(&mut self, closes: Option<Member>) {
         let mut crc = crc32fast::Hasher::new();
         crc.update(&self.out[self.seg_start..self.len]);
@@ -435,13 +446,7 @@ fn work(job: Job, cfg: &Config, narrow_buf: Vec<u8>, wide_buf: Vec<u16>) -> Chun
     let stop = cfg.chunk * 8;
     if out.job.index == 0 {
         let mut engine = Engine::at_header(0);
-        let mut run = ByteRun {
-            out: &mut out.narrow,
-            len: 0,
-            floor: 0,
-            seg_start: 0,
-            segs: Vec::new(),
-        };
+        let mut run = ByteRun::new(&mut out.narrow);
         out.end = narrow(&mut run, &mut engine, data, eof, &[], stop, cfg.max_output);
         out.start = Some(0);
         out.narrow_len = run.len;
@@ -477,13 +482,7 @@ fn work(job: Job, cfg: &Config, narrow_buf: Vec<u8>, wide_buf: Vec<u16>) -> Chun
                         *p = v as u8;
                     }
                 }
-                let mut run = ByteRun {
-                    out: &mut out.narrow,
-                    len: 0,
-                    floor: 0,
-                    seg_start: 0,
-                    segs: Vec::new(),
-                };
+                let mut run = ByteRun::new(&mut out.narrow);
                 let prefix: &[u8] = if member.is_some() { &[] } else { &prefix };
                 let room = cfg.max_output.saturating_sub(len);
                 let end = narrow(&mut run, &mut engine, data, eof, prefix, stop, room);
@@ -925,13 +924,7 @@ impl Sequencer<'_> {
         let flow = loop {
             let mut buf = spare.take().unwrap_or_else(|| self.buffer());
             let window = std::mem::take(&mut self.window);
-            let mut run = ByteRun {
-                out: &mut buf,
-                len: 0,
-                floor: 0,
-                seg_start: 0,
-                segs: Vec::new(),
-            };
+            let mut run = ByteRun::new(&mut buf);
             let result = run.run(
                 &mut engine,
                 &job.data,
