@@ -3,7 +3,7 @@
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
-use tracekit_decode::{Decoded, ipv6_ext};
+use tracekit_decode::{Decoded, IpView, ipv6_ext};
 
 /// Which fields beyond the 5-tuple tell flows apart.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -98,20 +98,26 @@ impl FlowKey {
     /// when the packet is not IP (or its IP header was not captured).
     #[inline]
     pub fn of(d: &Decoded<'_>, options: KeyOptions, level: u8) -> Option<(FlowKey, Side)> {
-        let version = d.ip_version()?;
-        let (src, dst) = if version == 4 {
-            let h = d.ipv4()?;
-            (
-                u128::from(u32::from(h.src())),
-                u128::from(u32::from(h.dst())),
-            )
-        } else {
-            let h = d.ipv6()?;
-            let dst = final_destination(d).map_or(u128::from(h.dst()), u128::from_be_bytes);
-            (u128::from(h.src()), dst)
-        };
-        let protocol = d.ip_protocol()?;
-        let (sp, dp) = (d.src_port().unwrap_or(0), d.dst_port().unwrap_or(0));
+        FlowKey::of_view(&d.ip_view()?, d, options, level)
+    }
+
+    /// As [`of`](Self::of), from the packet's [`IpView`] (one look-up of the walk for
+    /// the table's further questions too).
+    #[inline]
+    pub fn of_view(
+        v: &IpView<'_, '_>,
+        d: &Decoded<'_>,
+        options: KeyOptions,
+        level: u8,
+    ) -> Option<(FlowKey, Side)> {
+        let version = v.version();
+        let (src, mut dst) = v.addr_bits()?;
+        if version == 6
+            && let Some(last) = final_destination(d)
+        {
+            dst = u128::from_be_bytes(last);
+        }
+        let (sp, dp) = v.ports().unwrap_or((0, 0));
         let vlan = if options.vlan {
             d.vlans().next().map_or(NO_VLAN, |v| v.id)
         } else {
@@ -121,7 +127,7 @@ impl FlowKey {
         Some(FlowKey::from_parts(
             (src, sp),
             (dst, dp),
-            protocol,
+            v.protocol(),
             version,
             level,
             vlan,

@@ -526,7 +526,10 @@ impl FlowTable {
         if level == 0 {
             self.stats.packets += 1;
         }
-        let Some((key, side)) = FlowKey::of(d, self.config.key, level) else {
+        let Some((v, (key, side))) = d
+            .ip_view()
+            .and_then(|v| Some((v, FlowKey::of_view(&v, d, self.config.key, level)?)))
+        else {
             self.stats.not_ip += 1;
             return None;
         };
@@ -534,7 +537,7 @@ impl FlowTable {
             self.now = self.now.max(ts.as_unix_nanos());
         }
         self.expire_idle(emit);
-        let tcp = d.tcp();
+        let tcp = v.tcp();
         let flags = tcp.map_or(0, |t| t.flag_byte());
         let syn_only = flags & (TCP_SYN | TCP_ACK) == TCP_SYN;
         let mut idx = match self.map.get(&key) {
@@ -572,14 +575,15 @@ impl FlowTable {
             r.first = ts;
         }
         let from_orig = side == r.originator;
-        let payload = u64::from(d.payload_wire_len().unwrap_or(0));
+        let (wire_payload, captured) = v.payload_with_wire_len();
+        let payload = u64::from(wire_payload.unwrap_or(0));
         let dir = if from_orig { &mut r.orig } else { &mut r.resp };
         dir.packets += 1;
         dir.wire_bytes += u64::from(wire_len);
         dir.payload_bytes += payload;
-        if d.fragment().is_some_and(|f| !f.is_first()) {
+        if v.fragment().is_some_and(|f| !f.is_first()) {
             r.fragments += 1;
-        } else if matches!(key.protocol(), ip_proto::TCP | ip_proto::UDP) && d.payload().is_none() {
+        } else if matches!(key.protocol(), ip_proto::TCP | ip_proto::UDP) && captured.is_none() {
             r.truncated += 1;
         }
         match tcp {
@@ -613,10 +617,14 @@ impl FlowTable {
 
     /// Ends every remaining flow ([`EndReason::End`]), in order of creation.
     pub fn finish(&mut self, emit: &mut impl FnMut(&FlowRecord)) {
+        // In slot order, which is creation order until slots are reused: the sort then
+        // finds one run and is linear.
         let mut live: Vec<(u64, u32)> = self
-            .map
-            .values()
-            .map(|&i| (self.slots[i as usize].record.id, i))
+            .slots
+            .iter()
+            .zip(0u32..)
+            .filter(|(s, _)| s.live)
+            .map(|(s, i)| (s.record.id, i))
             .collect();
         live.sort_unstable();
         // Everything goes: the map is emptied at once rather than flow by flow.
