@@ -1,7 +1,6 @@
 //! Creating a trace: the output format from the name or an option, and the [`Sink`] enum
 //! over every writable format.
 
-use std::collections::VecDeque;
 use std::io::{self, Write};
 
 use tracekit_core::{
@@ -122,6 +121,9 @@ pub struct Sink {
 
 /// Which written packets are known to be in the output: the end offset of each packet
 /// still in a buffer, compared with the bytes the destination accepted.
+///
+/// Per packet this is a push onto a vector and one comparison: the ends are settled only
+/// when the accepted count moves (when a buffer went out), and then all at once.
 #[derive(Debug, Default)]
 struct Tracker {
     /// Whether output offsets are file offsets (no compression), so that a count can be
@@ -129,8 +131,11 @@ struct Tracker {
     exact: bool,
     /// Packets recorded (durable or pending).
     recorded: u64,
-    /// End offsets of packets not yet known to be in the output, in order.
-    pending: VecDeque<u64>,
+    /// End offsets of recorded packets, in order; those before `head` are durable.
+    ends: Vec<u64>,
+    head: usize,
+    /// The accepted count the ends were last settled against.
+    settled_at: u64,
     /// Packets known to be in the output, and where the last of them ends.
     durable: u64,
     durable_end: u64,
@@ -145,20 +150,30 @@ impl Tracker {
         }
         if packets > self.recorded {
             self.recorded = packets;
-            self.pending.push_back(end);
+            self.ends.push(end);
         }
-        self.settle(accepted);
+        if accepted != self.settled_at {
+            self.settle(accepted);
+        }
     }
 
-    #[inline]
     fn settle(&mut self, accepted: u64) {
-        while let Some(&end) = self.pending.front() {
-            if end > accepted {
-                break;
-            }
-            self.pending.pop_front();
-            self.durable += 1;
-            self.durable_end = end;
+        self.settled_at = accepted;
+        let pending = &self.ends[self.head..];
+        let out = pending.partition_point(|&end| end <= accepted);
+        if out > 0 {
+            self.durable += out as u64;
+            self.durable_end = pending[out - 1];
+            self.head += out;
+        }
+        if self.head == self.ends.len() {
+            self.ends.clear();
+            self.head = 0;
+        } else if self.head >= 4096 && self.head * 2 >= self.ends.len() {
+            // Some packets stay pending across buffers (a record larger than one):
+            // drop the settled prefix now and then so the vector stays bounded.
+            self.ends.drain(..self.head);
+            self.head = 0;
         }
     }
 
