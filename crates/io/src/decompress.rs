@@ -10,7 +10,8 @@
 //! The decoder thread fills buffers from a fixed pool (recycled by the parser: no
 //! allocation per block in steady state) and sends them over a bounded channel.
 //! [`crate::Input`] walks the blocks in place and copies only a record that straddles two
-//! of them. The parallel readers (tracekit's gzip members, bzip2/xz streams) cut the input
+//! of them. The parallel readers here (tracekit's gzip members, xz streams; ordinary gzip
+//! and all bzip2 go to [`crate::pargzip`] and [`crate::parbzip2`]) cut the input
 //! into units on a splitter thread and decode them on workers, each unit into blocks of
 //! [`DECOMPRESSED_BLOCK`] handed on as they come; no size a file claims is used to
 //! allocate more than [`MAX_SPLIT_MEMBER`] / [`MAX_WHOLE_INFLATE`].
@@ -45,7 +46,7 @@ pub const MAX_WHOLE_INFLATE: usize = 2 << 20;
 /// The memory an xz stream may ask for (its dictionary): `xz -9` needs 65 MiB.
 const XZ_MEMORY_LIMIT: u64 = 128 << 20;
 
-/// Compressed bytes the bzip2/xz stream splitter holds while looking for the next
+/// Compressed bytes the xz stream splitter holds while looking for the next
 /// stream start; a longer stream is decoded sequentially from there on. tracekit's
 /// streams are at most 4 MiB before compression.
 const MAX_STREAM_CHUNK: usize = 5 << 20;
@@ -716,11 +717,11 @@ impl BlockStream {
         )
     }
 
-    /// Parallel xz (or bzip2) for multi-stream files (tracekit's, pbzip2's): a splitter
-    /// thread cuts the input at stream starts; `workers` threads decode the streams, each
-    /// into blocks handed on as they come. A stream larger than [`MAX_STREAM_CHUNK`]
-    /// compressed (a single-stream file) is decoded sequentially by the splitter. The
-    /// readers send bzip2 to `crate::parbzip2` instead, which splits at blocks.
+    /// Parallel xz for multi-stream files (tracekit's): a splitter thread cuts the input
+    /// at stream starts; `workers` threads decode the streams, each into blocks handed
+    /// on as they come. A stream larger than [`MAX_STREAM_CHUNK`] compressed (a
+    /// single-stream file) is decoded sequentially by the splitter. (bzip2 goes to
+    /// `crate::parbzip2`, which splits at blocks.)
     pub(crate) fn start_parallel_streams(
         raw: Box<dyn Read + Send>,
         codec: Compression,
@@ -1123,27 +1124,17 @@ fn inflate_in_blocks(
     Ok(true)
 }
 
-/// Where the next bzip2 or xz stream starts in `buf`, searching from `from`.
-fn next_stream_start(codec: Compression, buf: &[u8], from: usize) -> Option<usize> {
-    match codec {
-        // "BZh" + block size '1'..'9' + the first block's magic 0x314159265359 ("1AY&SY").
-        Compression::Bzip2 => (from..buf.len().saturating_sub(9)).find(|&i| {
-            buf[i] == b'B'
-                && buf[i + 1] == b'Z'
-                && buf[i + 2] == b'h'
-                && (b'1'..=b'9').contains(&buf[i + 3])
-                && buf[i + 4..i + 10] == *b"1AY&SY"
-        }),
-        // The 6-byte magic, 2 flag bytes (first 0, second a check type 0-15) and the
-        // CRC32 of those flags: 12 bytes that do not occur by chance.
-        Compression::Xz => (from..buf.len().saturating_sub(11)).find(|&i| {
-            buf[i..i + 6] == [0xfd, b'7', b'z', b'X', b'Z', 0]
-                && buf[i + 6] == 0
-                && buf[i + 7] < 16
-                && crc32fast::hash(&buf[i + 6..i + 8]).to_le_bytes() == buf[i + 8..i + 12]
-        }),
-        _ => None,
-    }
+/// Where the next xz stream starts in `buf`, searching from `from`: the 6-byte magic,
+/// 2 flag bytes (first 0, second a check type 0-15) and the CRC32 of those flags, 12
+/// bytes that do not occur by chance. (bzip2 is split at its blocks by
+/// `crate::parbzip2`, never here.)
+fn next_xz_stream(buf: &[u8], from: usize) -> Option<usize> {
+    (from..buf.len().saturating_sub(11)).find(|&i| {
+        buf[i..i + 6] == [0xfd, b'7', b'z', b'X', b'Z', 0]
+            && buf[i + 6] == 0
+            && buf[i + 7] < 16
+            && crc32fast::hash(&buf[i + 6..i + 8]).to_le_bytes() == buf[i + 8..i + 12]
+    })
 }
 
 /// The stream splitter; see [`BlockStream::start_parallel_streams`].
@@ -1160,7 +1151,7 @@ fn split_streams(
     let mut eof = false;
     loop {
         // Hand out every complete stream found so far.
-        while let Some(start) = next_stream_start(codec, &buf, searched.max(1)) {
+        while let Some(start) = next_xz_stream(&buf, searched.max(1)) {
             let rest = buf.split_off(start);
             let stream = std::mem::replace(&mut buf, rest);
             streams += 1;
@@ -1211,7 +1202,7 @@ fn split_streams(
     }
 }
 
-/// A bzip2 / xz worker's job: decodes a stream (and checks what follows it in the job)
+/// An xz worker's job: decodes a stream (and checks what follows it in the job)
 /// into blocks, handed on as they come.
 fn work_stream(
     codec: Compression,
