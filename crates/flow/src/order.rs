@@ -34,6 +34,21 @@ pub(crate) trait Linked {
 }
 
 /// The list: its first (oldest) and last slot.
+/// Links kept in a vector of their own (parallel to the slots) are a list too: the
+/// flow table keeps them apart from its large slots so that moving a flow to the back
+/// touches a few bytes of a compact array, not the neighbours' slots.
+impl Linked for Links {
+    #[inline]
+    fn links(&self) -> &Links {
+        self
+    }
+
+    #[inline]
+    fn links_mut(&mut self) -> &mut Links {
+        self
+    }
+}
+
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Order {
     head: u32,

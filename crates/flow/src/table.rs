@@ -11,7 +11,7 @@ use tracekit_core::{Packet, Timestamp};
 use tracekit_decode::{Decoded, ip_proto};
 
 use crate::key::{Endpoint, FlowKey, KeyOptions, Side};
-use crate::order::{Linked, Links, NIL, Order};
+use crate::order::{Links, NIL, Order};
 
 /// Nanoseconds per second.
 const SECOND: u64 = 1_000_000_000;
@@ -389,18 +389,7 @@ struct Slot {
     touched: u64,
     /// The table clock at the flow's first packet.
     born: u64,
-    links: Links,
     live: bool,
-}
-
-impl Linked for Slot {
-    fn links(&self) -> &Links {
-        &self.links
-    }
-
-    fn links_mut(&mut self) -> &mut Links {
-        &mut self.links
-    }
 }
 
 /// What the table counted beside the flows.
@@ -439,6 +428,10 @@ pub struct FlowTable {
     config: FlowConfig,
     map: FxHashMap<FlowKey, u32>,
     slots: Vec<Slot>,
+    /// The LRU list's links, one per slot, apart from the slots: a packet moves its flow
+    /// to the back, which touches the neighbours' links (8 bytes each in a compact
+    /// array, not a cache line of each neighbour's slot).
+    links: Vec<Links>,
     free: Vec<u32>,
     /// Live flows, least recently used first.
     order: Order,
@@ -458,6 +451,7 @@ impl FlowTable {
             },
             map: FxHashMap::default(),
             slots: Vec::new(),
+            links: Vec::new(),
             free: Vec::new(),
             order: Order::EMPTY,
             now: 0,
@@ -633,7 +627,7 @@ impl FlowTable {
         for (_, i) in live {
             let slot = &mut self.slots[i as usize];
             slot.live = false;
-            slot.links = Links::NONE;
+            self.links[i as usize] = Links::NONE;
             slot.record.end = EndReason::End;
             self.free.push(i);
             emit(&self.slots[i as usize].record);
@@ -683,7 +677,6 @@ impl FlowTable {
             seq: [SeqTrack::default(); 2],
             touched: self.now,
             born: self.now,
-            links: Links::NONE,
             live: true,
         };
         let idx = match self.free.pop() {
@@ -693,17 +686,18 @@ impl FlowTable {
             }
             None => {
                 self.slots.push(slot);
+                self.links.push(Links::NONE);
                 (self.slots.len() - 1) as u32
             }
         };
         self.map.insert(key, idx);
         self.stats.peak = self.stats.peak.max(self.map.len());
-        self.order.push_back(&mut self.slots, idx);
+        self.order.push_back(&mut self.links, idx);
         idx
     }
 
     fn end(&mut self, idx: u32, reason: EndReason, emit: &mut impl FnMut(&FlowRecord)) {
-        self.order.remove(&mut self.slots, idx);
+        self.order.remove(&mut self.links, idx);
         let slot = &mut self.slots[idx as usize];
         slot.live = false;
         slot.record.end = reason;
@@ -714,7 +708,7 @@ impl FlowTable {
 
     fn touch(&mut self, idx: u32) {
         self.slots[idx as usize].touched = self.now;
-        self.order.move_to_back(&mut self.slots, idx);
+        self.order.move_to_back(&mut self.links, idx);
     }
 }
 
