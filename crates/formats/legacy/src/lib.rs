@@ -68,9 +68,10 @@
 //! Detection: TSH records put an IPv4 header and a microsecond count at fixed places, so
 //! [`looks_like_tsh`] checks the first eight records. The others are named, never
 //! guessed: the DAG kinds' records and ATM cell header records hold a time stamp and
-//! bytes of any value (a plausible time stamp at every 12th or 64th byte is also what
-//! ERF-like files show), and NZIX files, whose records could be recognised, are too rare
-//! to be worth the risk of taking another file for one.
+//! bytes of any value, and a test for plausible time stamps every 12 or 64 bytes would
+//! also accept other files whose records start with one (ERF, the other legacy kinds);
+//! NZIX records could be recognised, but the files are too rare to be worth the risk of
+//! taking another file for one.
 //!
 //! ```
 //! use tracekit_legacy::{LegacyKind, LegacyReader};
