@@ -682,3 +682,27 @@ fn legacy_formats_are_read_only_and_named() {
         assert!(err.contains("does not write"), "{prefix}: {err}");
     }
 }
+
+/// NZIX and ATM cell header packets are put together in the reader's buffer, which the
+/// parallel reader cannot share: it copies them instead, and every packet arrives.
+#[test]
+fn joined_packets_reach_parallel_workers() {
+    let dir = tempfile::tempdir().unwrap();
+    let (bytes, _) = nzix_bytes(NZIX);
+    let nzix = dir.path().join("20000101-120000.nzix");
+    std::fs::write(&nzix, bytes).unwrap();
+    let cells = atmhdr_file(dir.path());
+    for (uri, packets) in [
+        (format!("legacynzix:{}", nzix.display()), 12),
+        (format!("atmhdr:{}", cells.display()), ATMHDR.len()),
+    ] {
+        let run = |threads: &str| {
+            let out = output(tracekit().args(["fields", "--threads", threads]).arg(&uri));
+            assert!(out.status.success(), "{uri}: {out:?}");
+            String::from_utf8(out.stdout).unwrap()
+        };
+        let one = run("1");
+        assert_eq!(one.lines().count(), packets, "{uri}");
+        assert_eq!(run("3"), one, "{uri}");
+    }
+}
