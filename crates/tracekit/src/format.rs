@@ -5,7 +5,7 @@ use std::fmt;
 use tracekit_core::Error;
 use tracekit_erf::looks_like_erf;
 use tracekit_io::Compression;
-use tracekit_legacy::LegacyKind;
+use tracekit_legacy::{LegacyKind, looks_like_tsh};
 use tracekit_pcap::FileHeader;
 use tracekit_pcapng::is_pcapng;
 
@@ -19,8 +19,10 @@ pub enum Format {
     Pcapng,
     /// Endace ERF.
     Erf,
-    /// A legacy DAG file (read only, never detected: named by `legacyatm:`,
-    /// `legacyeth:` or `legacypos:`).
+    /// A legacy trace file, read only: legacy DAG (`legacyatm:`, `legacyeth:`,
+    /// `legacypos:`, `legacynzix:`), NLANR TSH and FR+ (`tsh:`, `fr+:`), ATM cell
+    /// headers (`atmhdr:`). Only TSH is detected by content (as `tsh`); the others have
+    /// nothing that tells them apart and are named by their prefix.
     Legacy(LegacyKind),
 }
 
@@ -39,16 +41,14 @@ impl Format {
         }
     }
 
-    /// Parses a format name (`pcap`, `pcapng`, `erf`).
+    /// Parses a format name (`pcap`, `pcapng`, `erf`, and the legacy kinds' names:
+    /// `legacyatm`, `tsh`, `fr+`, `atmhdr`, ...).
     pub fn from_name(name: &str) -> Option<Format> {
         match name.to_ascii_lowercase().as_str() {
             "pcap" | "libpcap" | "tcpdump" => Some(Format::Pcap),
             "pcapng" | "ntar" => Some(Format::Pcapng),
             "erf" | "dag" => Some(Format::Erf),
-            "legacyatm" => Some(Format::Legacy(LegacyKind::Atm)),
-            "legacyeth" => Some(Format::Legacy(LegacyKind::Ethernet)),
-            "legacypos" => Some(Format::Legacy(LegacyKind::Pos)),
-            _ => None,
+            other => LegacyKind::from_name(other).map(Format::Legacy),
         }
     }
 
@@ -71,6 +71,9 @@ impl Format {
         }
         if looks_like_erf(head) {
             return Ok(Format::Erf);
+        }
+        if looks_like_tsh(head) {
+            return Ok(Format::Legacy(LegacyKind::Tsh));
         }
         if head.is_empty() {
             return Err(Error::unknown_format("the input is empty"));
@@ -135,6 +138,23 @@ mod tests {
         assert!(Format::detect(&shb[..8]).is_err());
         let gz = Format::detect(&[0x1f, 0x8b, 8, 0]).unwrap_err().to_string();
         assert!(gz.contains("gzip-compressed"), "{gz}");
+        let mut tsh = Vec::new();
+        for usecs in [0u32, 999_999] {
+            tsh.extend_from_slice(&1_000_000_000u32.to_be_bytes());
+            tsh.extend_from_slice(&usecs.to_be_bytes());
+            tsh.extend_from_slice(&[0x45, 0, 0, 40]);
+            tsh.extend_from_slice(&[0; 32]);
+        }
+        assert_eq!(
+            Format::detect(&tsh).unwrap(),
+            Format::Legacy(LegacyKind::Tsh)
+        );
+        tsh[44 + 8] = 0x60;
+        assert!(Format::detect(&tsh).is_err());
+        assert_eq!(
+            Format::from_name("FR+"),
+            Some(Format::Legacy(LegacyKind::FrPlus))
+        );
         let junk = Format::detect(b"hello world").unwrap_err().to_string();
         assert!(junk.contains("68 65 6c 6c"), "{junk}");
     }

@@ -8,7 +8,9 @@
 //! ([`PartWriter`]) and [`parallel`] processing on every core. Each section below shows one
 //! task; the examples run as they are (hidden lines write the small trace they read).
 //!
-//! Also: legacy DAG files, read only and named by prefix ([`legacy`]), Endace DAG cards
+//! Also: legacy trace files, read only ([`legacy`]: pre-ERF DAG files `legacyatm:`,
+//! `legacyeth:`, `legacypos:`, `legacynzix:`; NLANR `tsh:` and `fr+:`, recognised by
+//! content as `tsh`; ATM cell headers `atmhdr:`; the others named by prefix), Endace DAG cards
 //! (`dag:` URIs, feature `dag`), flows, IP reassembly and TCP streams ([`flow`]),
 //! anonymisation ([`anon`]) and trace comparison ([`mod@diff`]).
 //!

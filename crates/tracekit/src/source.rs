@@ -142,6 +142,10 @@ pub const FILE_SCHEMES: &[&str] = &[
     "legacyatm",
     "legacyeth",
     "legacypos",
+    "legacynzix",
+    "tsh",
+    "fr+",
+    "atmhdr",
 ];
 
 /// Splits `scheme:rest` for the schemes tracekit knows; anything else is a path.
@@ -322,7 +326,7 @@ pub fn open_with(uri: &str, options: &OpenOptions) -> Result<Source, Error> {
         }
     });
     let format = match (forced, detected) {
-        // Legacy DAG files have no magic number: named, they are believed.
+        // Legacy files have no magic number: named, they are believed.
         (Some(f @ Format::Legacy(_)), _) => f,
         (Some(f), Ok(d)) if f != d => {
             return Err(Error::invalid_argument(format!(
@@ -568,7 +572,8 @@ impl Source {
             SourceKind::Pcap(r) => Some(r.input_mut()),
             SourceKind::Pcapng(r) => Some(r.input_mut()),
             SourceKind::Erf(r) => Some(r.input_mut()),
-            SourceKind::Legacy(r) => Some(r.input_mut()),
+            // None for the legacy kinds lent from the reader's own buffer.
+            SourceKind::Legacy(r) => r.input_mut(),
             #[cfg(all(feature = "live", target_os = "linux"))]
             SourceKind::Live(_) => None,
             #[cfg(feature = "dag")]
