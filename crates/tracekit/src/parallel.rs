@@ -729,9 +729,28 @@ fn read_and_deal(
             }
             ticker.before(seq, ts, |run| dealer.tick(run));
         }
-        if sharing
+        let start = match sharing {
+            false => None,
+            true => match source
+                .input_mut()
+                .and_then(|i| i.window_offset(data.0, data.1))
+            {
+                Some(start) => Some(start),
+                None => {
+                    // A source that offers its buffers must lend every packet from them;
+                    // one that does not is refused here rather than losing the packet.
+                    error = Some(
+                        Error::unsupported(
+                            "this source lent a packet from outside the buffer it shares with the workers (read it with one thread)",
+                        )
+                        .with_packet(seq + 1),
+                    );
+                    break;
+                }
+            },
+        };
+        if let Some(start) = start
             && let Some(input) = source.input_mut()
-            && let Some(start) = input.window_offset(data.0, data.1)
         {
             let (opt_start, opt_len) = match options {
                 Some((addr, len, order)) => (
