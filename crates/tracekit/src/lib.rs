@@ -327,8 +327,7 @@
 //! | `dag` | off | `dag:/dev/dag0[,stream...]` URIs in [`open`] and [`create`], the `dag` module (`tracekit-dag`); on its own it only builds the bindings: pick one of the two below | — |
 //! | `libdag` | off | `dag` on Endace's driver and library | Endace's DAG software (libdag, the card's driver) |
 //! | `dag-emulator` | off | `dag` on tracekit's software card (for tests and development: no hardware) | a C compiler |
-//!
-//! | `export` | off | the [`export`] module (`tracekit-export`): Arrow record batches of packets and flows, Parquet files with Hive time partitions | nothing; arrow-rs and parquet build slowly, hence a feature |
+//! | `export` | off | the `export` module (`tracekit-export`): Arrow record batches of packets and flows, Parquet files with Hive time partitions | nothing; arrow-rs and parquet build slowly, hence a feature |
 //!
 //! With neither feature: pcap, pcapng and ERF reading and writing, the five codecs, the
 //! decoder, the BPF virtual machine and [`parallel`]. Building needs a C compiler, since
