@@ -5,7 +5,8 @@
 //! fragment offset in 8-byte units, `1`/`0` for flags). Like tshark's first occurrence,
 //! network-layer fields come from the outermost IP header, and transport and DNS fields
 //! from the first header of their kind, following tunnels inward. `vlan.id` lists the
-//! tags of every level, comma-joined.
+//! tags of every level, comma-joined. An 802.11 A-MSDU's fields are those of its first
+//! subframe (tshark lists every subframe's; see [`Decoded::amsdu`] for the others).
 //!
 //! ```
 //! use tracekit_decode::fields::Field;
@@ -22,7 +23,7 @@ use tracekit_core::{Direction, Packet};
 
 use crate::dns::{Message, RData, Record};
 use crate::tls;
-use crate::{Decoded, Transport, ip_proto};
+use crate::{Decoded, Transport, Tunnel, ip_proto};
 
 macro_rules! fields {
     ($( $name:ident = $text:literal, $doc:literal; )*) => {
@@ -62,6 +63,7 @@ fields! {
     EthType = "eth.type", "Ethernet type field (hex; the 802.3 length for LLC frames is not shown)";
     VlanId = "vlan.id", "VLAN ids of the 802.1Q tags (TPID 0x8100, 0x9100), outermost first, comma-joined (inner tunnel levels too); 802.1ad S-tags are ieee8021ad.id, as in tshark";
     Ieee8021adId = "ieee8021ad.id", "VLAN ids of the 802.1ad service tags (TPID 0x88a8), outermost first, comma-joined";
+    IslVlanId = "isl.vlan_id", "VLAN id of the Cisco ISL header around the frame";
     MplsLabel = "mpls.label", "MPLS labels, top first, comma-joined";
     IpVersion = "ip.version", "IP version of the outermost IP header (4 or 6)";
     IpSrc = "ip.src", "source address of the outermost IP header (IPv4 or IPv6)";
@@ -116,6 +118,8 @@ fields! {
     DhcpHostname = "dhcp.option.hostname", "DHCP host name option (12)";
     DhcpType = "dhcp.option.dhcp", "DHCP message type option (53: 1 DISCOVER ... 5 ACK)";
     GtpTeid = "gtp.teid", "GTPv1 tunnel endpoint identifier (hex)";
+    CapwapMessageType = "capwap.control.header.message_type", "CAPWAP control message type (UDP 5246; enterprise number in the top 24 bits)";
+    LwappControlType = "lwapp.control.type", "LWAPP control message type";
     NdNsTarget = "icmpv6.nd.ns.target_address", "target address of an ICMPv6 neighbour solicitation";
     NdNaTarget = "icmpv6.nd.na.target_address", "target address of an ICMPv6 neighbour advertisement";
     QuicVersion = "quic.version", "QUIC version of each long-header packet of the datagram (hex), comma-joined";
@@ -350,6 +354,7 @@ pub fn visit_field<'a, S: FieldSink + ?Sized>(
             .flat_map(|l| l.d.vlans())
             .filter(|v| v.tpid == crate::ethertype::QINQ)
             .for_each(|v| sink.number(v.id.into())),
+        Field::IslVlanId => number_of(sink, first(d, |l| l.isl()).map(|h| h.vlan_id())),
         Field::MplsLabel => d.mpls_labels().for_each(|l| sink.number(l.label.into())),
         Field::IpVersion => number_of(sink, d.ip_version()),
         Field::IpSrc => {
@@ -501,6 +506,20 @@ pub fn visit_field<'a, S: FieldSink + ?Sized>(
                 sink.hex(h.teid().into(), 8);
             }
         }
+        Field::CapwapMessageType => number_of(
+            sink,
+            first(d, |l| match l.tunnel()? {
+                Tunnel::CapwapControl { message_type, .. } => Some(message_type),
+                _ => None,
+            }),
+        ),
+        Field::LwappControlType => number_of(
+            sink,
+            first(d, |l| match l.tunnel()? {
+                Tunnel::Lwapp { control_type } => control_type,
+                _ => None,
+            }),
+        ),
         Field::NdNsTarget => {
             if let Some(a) = nd_target(d, crate::icmp::nd::SOLICITATION) {
                 sink.addr(IpAddr::V6(a));
