@@ -61,6 +61,12 @@ fuzz_target!(|data: &[u8]| {
         let mut ja3 = String::new();
         hello.ja3(&mut ja3);
         std::hint::black_box((hello.version(), hello.server_name(), ja3));
+        let (mut ja4, mut raw) = (String::new(), String::new());
+        hello.ja4(&mut ja4);
+        hello.ja4_raw(&mut raw);
+        // JA4 is ASCII: ten characters, then two 12-digit hashes (client hellos only).
+        assert!(ja4.is_empty() || (ja4.len() == 36 && ja4.is_ascii()), "{ja4}");
+        std::hint::black_box((hello.ja4_a(), raw));
         for alpn in hello.alpn() {
             assert!(inside(data, alpn));
         }

@@ -107,6 +107,7 @@ fields! {
     TlsSni = "tls.handshake.extensions_server_name", "server name (SNI) of the TLS ClientHello";
     TlsAlpn = "tls.handshake.extensions_alpn_str", "ALPN protocol names of the TLS hellos, comma-joined";
     TlsJa3Full = "tls.handshake.ja3_full", "JA3 string of the TLS ClientHello";
+    TlsJa4 = "tls.handshake.ja4", "JA4 fingerprint of the TLS ClientHello (over TCP; newer Wireshark's field, not in tshark 4.0)";
     HttpMethod = "http.request.method", "HTTP request method (a head that starts a segment on an HTTP port, or SSDP)";
     HttpUri = "http.request.uri", "HTTP request target, as sent";
     HttpHost = "http.host", "HTTP Host field";
@@ -485,6 +486,11 @@ pub fn visit_field<'a, S: FieldSink + ?Sized>(
         Field::TlsJa3Full => {
             if let Some(h) = tls_hellos(d).find(|h| h.is_client()) {
                 sink.text(&mut |s| h.ja3(s));
+            }
+        }
+        Field::TlsJa4 => {
+            if let Some(h) = tls_hellos(d).find(|h| h.is_client()) {
+                sink.text(&mut |s| h.ja4(s));
             }
         }
         Field::HttpMethod => text_of(sink, first(d, |l| l.http()?.method())),

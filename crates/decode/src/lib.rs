@@ -71,6 +71,7 @@ pub mod ntp;
 pub mod quic;
 mod radiotap;
 mod sctp;
+mod sha256;
 mod tcp;
 pub mod tls;
 #[macro_use]

@@ -82,7 +82,7 @@ impl ColumnType {
             Field::DnsA | Field::DnsAaaa | Field::DnsCname => ListUtf8,
             Field::DnsRespTtl => ListUInt32,
             Field::TlsVersion => ListUInt16,
-            Field::TlsSni | Field::TlsJa3Full => Utf8,
+            Field::TlsSni | Field::TlsJa3Full | Field::TlsJa4 => Utf8,
             Field::TlsAlpn | Field::Anomalies => ListUtf8,
             Field::HttpMethod | Field::HttpUri | Field::HttpHost | Field::HttpUserAgent => Utf8,
             Field::HttpResponseCode => UInt16,
