@@ -439,15 +439,24 @@ pub(crate) fn ethernet(b: &[u8], off: usize, mut li: LinkInfo, an: &mut Anomalie
         return li;
     }
     if et <= ethernet::MAX_LENGTH {
-        if !li.isl && isl::is_isl(b, off) {
-            return isl_frame(b, off, et, li, an);
-        }
-        // 802.3: the field is a length; LLC follows.
-        let end = (body + usize::from(et)).min(b.len());
-        li.end = li.end.min(end as u32);
-        return llc(b, body, li, an);
+        return dot3(b, off, li, an);
     }
     chain(b, et, body, li, an)
+}
+
+/// An 802.3 frame at `off` (whose type field, a length, was captured): LLC follows, or
+/// it is a Cisco ISL frame. (Kept out of `ethernet`, whose IP path must not pay for it:
+/// the length is read again so that the call passes its arguments in registers.)
+#[inline(never)]
+fn dot3(b: &[u8], off: usize, mut li: LinkInfo, an: &mut Anomalies) -> LinkInfo {
+    let len = be16(b, off + ethernet::field::TYPE).unwrap_or(0);
+    if !li.isl && isl::is_isl(b, off) {
+        return isl_frame(b, off, len, li, an);
+    }
+    let body = off + ethernet::field::LEN;
+    let end = (body + usize::from(len)).min(b.len());
+    li.end = li.end.min(end as u32);
+    llc(b, body, li, an)
 }
 
 /// A Cisco ISL frame at `off` whose length field says `len`: the encapsulated Ethernet
