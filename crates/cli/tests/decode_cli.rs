@@ -53,6 +53,53 @@ fn fields_output_equals_tshark_on_pppoe_over_qinq() {
     assert_eq!(ours, String::from_utf8(theirs.stdout).unwrap());
 }
 
+/// QUIC short-header packets have a DCID only when their connection is followed
+/// (`--reassemble`), as tshark follows it; without, only the long headers' show.
+#[test]
+fn quic_short_header_dcids_with_reassemble_equal_tsharks() {
+    if !have("tshark") {
+        return;
+    }
+    for name in ["ndpi__quic-v2.pcapng", "zeek__ppp__quic-interop-retry.pcap"] {
+        let path = corpus(name);
+        let fields = ["frame.number", "quic.dcid"];
+        let run = |reassemble: bool| {
+            let mut c = tracekit();
+            c.arg("fields");
+            if reassemble {
+                c.arg("--reassemble");
+            }
+            for f in fields {
+                c.args(["-e", f]);
+            }
+            let out = c.arg(&path).output().unwrap();
+            assert!(out.status.success());
+            String::from_utf8(out.stdout).unwrap()
+        };
+        let theirs = Command::new("tshark")
+            .args([
+                "-n",
+                "-T",
+                "fields",
+                "-E",
+                "occurrence=a",
+                "-E",
+                "aggregator=,",
+            ])
+            .args(["-o", "ip.defragment:FALSE", "-r"])
+            .arg(&path)
+            .args(["-e", "frame.number", "-e", "quic.dcid"])
+            .stderr(Stdio::null())
+            .output()
+            .unwrap();
+        let theirs = String::from_utf8(theirs.stdout).unwrap();
+        assert_eq!(run(true), theirs, "{name}");
+        if name == "ndpi__quic-v2.pcapng" {
+            assert_ne!(run(false), theirs, "short headers need the connection");
+        }
+    }
+}
+
 #[test]
 fn fields_with_a_filter_keeps_file_numbers_and_separator() {
     if !have("tshark") {

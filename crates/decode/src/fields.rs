@@ -124,7 +124,7 @@ fields! {
     NdNsTarget = "icmpv6.nd.ns.target_address", "target address of an ICMPv6 neighbour solicitation";
     NdNaTarget = "icmpv6.nd.na.target_address", "target address of an ICMPv6 neighbour advertisement";
     QuicVersion = "quic.version", "QUIC version of each long-header packet of the datagram (hex), comma-joined";
-    QuicDcid = "quic.dcid", "QUIC destination connection id of each long-header packet (hex), comma-joined";
+    QuicDcid = "quic.dcid", "QUIC destination connection id of each packet of the datagram (hex), comma-joined; short-header packets only with --reassemble, which learns their length from the connection's long headers";
     Anomalies = "tracekit.anomalies", "decoder anomalies, comma-joined (tracekit only)";
 }
 
@@ -269,6 +269,26 @@ fn mac(out: &mut String, m: [u8; 6]) {
     );
 }
 
+/// What some fields need to know beyond the packet: the state of its connection. For
+/// now the destination connection id of QUIC short-header packets, whose length only
+/// the connection's long headers tell (`tracekit-flow`'s `QuicConnections` learns it);
+/// [`NoState`] knows nothing, and those fields then show what the packet alone gives.
+pub trait FieldState {
+    /// The destination connection id of the short-header QUIC packet `packet` (bytes of
+    /// the UDP datagram of decode level `d`), if it belongs to a known connection.
+    fn quic_short_dcid<'a>(&self, d: &Decoded<'a>, packet: &'a [u8]) -> Option<&'a [u8]>;
+}
+
+/// The [`FieldState`] of a decoder without connection state.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct NoState;
+
+impl FieldState for NoState {
+    fn quic_short_dcid<'a>(&self, _: &Decoded<'a>, _: &'a [u8]) -> Option<&'a [u8]> {
+        None
+    }
+}
+
 /// Appends the value of `field` for packet number `number` to `out` (nothing when the
 /// packet has no such field), as `tracekit fields` prints it.
 pub fn write_field<'a>(
@@ -281,6 +301,19 @@ pub fn write_field<'a>(
     visit_field(&mut TextSink { out, items: 0 }, field, number, packet, d);
 }
 
+/// [`write_field`] with connection state (see [`FieldState`]).
+pub fn write_field_with<'a>(
+    out: &mut String,
+    field: Field,
+    number: u64,
+    packet: &Packet<'_>,
+    d: &Decoded<'a>,
+    state: &dyn FieldState,
+) {
+    let sink = &mut TextSink { out, items: 0 };
+    visit_field_with(sink, field, number, packet, d, state);
+}
+
 /// Hands the value(s) of `field` for packet number `number` to `sink`, typed (see
 /// [`FieldSink`]); [`write_field`] prints the same values.
 pub fn visit_field<'a, S: FieldSink + ?Sized>(
@@ -289,6 +322,18 @@ pub fn visit_field<'a, S: FieldSink + ?Sized>(
     number: u64,
     packet: &Packet<'_>,
     d: &Decoded<'a>,
+) {
+    visit_field_with(sink, field, number, packet, d, &NoState);
+}
+
+/// [`visit_field`] with connection state (see [`FieldState`]).
+pub fn visit_field_with<'a, S: FieldSink + ?Sized>(
+    sink: &mut S,
+    field: Field,
+    number: u64,
+    packet: &Packet<'_>,
+    d: &Decoded<'a>,
+    state: &dyn FieldState,
 ) {
     let v4 = || d.ipv4();
     let v6 = || d.ipv6();
@@ -541,23 +586,45 @@ pub fn visit_field<'a, S: FieldSink + ?Sized>(
                 q.for_each(|h| sink.hex(h.version().into(), 8));
             }
         }
-        Field::QuicDcid => {
-            if let Some(q) = first(d, |l| l.quic()) {
-                // An empty connection id is no value, as in tshark.
-                for h in q.filter(|h| !h.dcid().is_empty()) {
-                    sink.text(&mut |s| {
-                        for b in h.dcid() {
-                            let _ = write!(s, "{b:02x}");
-                        }
-                    });
-                }
+        Field::QuicDcid => quic_dcids(d, state, &mut |id| {
+            // An empty connection id is no value, as in tshark.
+            if !id.is_empty() {
+                sink.text(&mut |s| {
+                    for b in id {
+                        let _ = write!(s, "{b:02x}");
+                    }
+                });
             }
-        }
+        }),
         Field::Anomalies => d.anomalies().iter().for_each(|a| {
             sink.text(&mut |s| {
                 let _ = write!(s, "{a}");
             });
         }),
+    }
+}
+
+/// The destination connection ids of the QUIC packets of the first level that carries
+/// QUIC: its long headers, then a short header after them (coalesced, or alone) when
+/// `state` knows its connection.
+fn quic_dcids<'a>(d: &Decoded<'a>, state: &dyn FieldState, each: &mut dyn FnMut(&[u8])) {
+    for level in levels(d) {
+        let l = &level.d;
+        if l.udp().is_none() {
+            continue;
+        }
+        let short = |rest: &'a [u8]| state.quic_short_dcid(l, rest);
+        if let Some(mut q) = l.quic() {
+            q.by_ref().for_each(|h| each(h.dcid()));
+            if let Some(id) = short(q.remainder()) {
+                each(id);
+            }
+            return;
+        }
+        if let Some(id) = l.payload().and_then(short) {
+            each(id);
+            return;
+        }
     }
 }
 

@@ -10,8 +10,9 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Command;
 
+use tracekit::flow::QuicConnections;
 use tracekit_decode::Decoded;
-use tracekit_decode::fields::{Field, write_field};
+use tracekit_decode::fields::{Field, write_field_with};
 use tracekit_testdata::{corpus, have, manifest};
 
 /// The fields compared, and how tshark's value is derived for each. (`tls.handshake.ja4`
@@ -258,22 +259,26 @@ fn expected(row: &BTreeMap<&'static str, Vec<String>>, field: Field) -> String {
     }
 }
 
-/// tracekit's values: one row per packet, one string per field of [`FIELDS`].
+/// tracekit's values: one row per packet, one string per field of [`FIELDS`]. QUIC
+/// connections are followed, as `tracekit fields --reassemble` does (tshark follows
+/// them too), so that short-header packets have their DCID.
 fn tracekit_rows(path: &Path) -> Vec<Vec<String>> {
     let Ok(mut src) = tracekit::open(path.to_str().unwrap()) else {
         return Vec::new();
     };
+    let mut quic = QuicConnections::new(QuicConnections::DEFAULT_MAX);
     let mut rows = Vec::new();
     let mut n = 0;
     while let Ok(Some(p)) = src.next_packet() {
         n += 1;
         let d = Decoded::new(&p);
+        quic.observe(&d);
         rows.push(
             FIELDS
                 .iter()
                 .map(|f| {
                     let mut s = String::new();
-                    write_field(&mut s, *f, n, &p, &d);
+                    write_field_with(&mut s, *f, n, &p, &d, &quic);
                     s
                 })
                 .collect(),

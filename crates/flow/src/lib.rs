@@ -19,6 +19,9 @@
 //!   the flows the table holds when its [`TcpStreams::end`] is called for every flow the
 //!   table ends.
 //! - [`ScanDetector`] is the libtrace paper's Scans analysis on flow records.
+//! - [`QuicConnections`] ([`quic`]) learns QUIC connection id lengths from long headers,
+//!   so that the DCID of short-header packets can be read (`tracekit fields
+//!   --reassemble`).
 //!
 //! ```
 //! use tracekit_core::{LinkType, Meta, Packet, Timestamp};
@@ -64,6 +67,7 @@
 pub mod defrag;
 mod key;
 mod order;
+pub mod quic;
 mod scan;
 pub mod stream;
 mod table;
@@ -72,6 +76,7 @@ pub use defrag::{
     DefragAnomaly, DefragConfig, DefragStats, Defragged, Defragmenter, OverlapPolicy,
 };
 pub use key::{Endpoint, FlowKey, KeyOptions, Side};
+pub use quic::QuicConnections;
 pub use scan::{ScanDetector, Scanner};
 pub use stream::{
     StreamConfig, StreamEnd, StreamEvent, StreamEvents, StreamHandler, StreamStats, TcpStreams,
