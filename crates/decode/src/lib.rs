@@ -166,7 +166,7 @@ impl<'a> Decoded<'a> {
         }
     }
 
-    /// Uses other UDP ports for VXLAN, Geneve and GTP-U (0 disables one).
+    /// Uses other UDP ports for VXLAN, Geneve, GTP-U, CAPWAP and LWAPP (0 disables one).
     pub fn tunnel_ports(mut self, ports: TunnelPorts) -> Decoded<'a> {
         self.ports = ports;
         self
