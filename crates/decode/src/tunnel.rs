@@ -309,12 +309,12 @@ fn capwap(b: &[u8], control: bool) -> UdpTunnel {
     if preamble == capwap::PREAMBLE_DTLS {
         return Ok(Some(Found::empty(Tunnel::CapwapDtls { control })));
     }
-    let bits = be32(b, capwap::BITS).ok_or(Anomaly::TunnelTruncated)?;
-    let frag = be32(b, capwap::FRAGMENT).ok_or(Anomaly::TunnelTruncated)?;
     if preamble != 0 {
         // Another version or type: nothing to read.
         return Ok(None);
     }
+    let bits = be32(b, capwap::BITS).ok_or(Anomaly::TunnelTruncated)?;
+    let frag = be32(b, capwap::FRAGMENT).ok_or(Anomaly::TunnelTruncated)?;
     let len = ((bits >> capwap::HLEN_SHIFT) & 0x1f) as usize * 4;
     let wbid = ((bits >> capwap::WBID_SHIFT) & 0x1f) as u8;
     let native = bits & capwap::T != 0;
