@@ -7,7 +7,7 @@ use anyhow::Result;
 use clap::Args;
 use tracekit::decode::Decoded;
 use tracekit::decode::fields::{Field, FieldState, NoState, write_field_with};
-use tracekit::flow::QuicConnections;
+use tracekit::flow::FieldTracker;
 
 use crate::Outcome;
 use crate::numbered::{self, defragmenter, each_packet_joined};
@@ -39,8 +39,10 @@ pub struct FieldsArgs {
     /// Join IP fragments before decoding: a datagram's fragments are held and the whole
     /// datagram is printed under the number of the fragment that completed it. Also
     /// follow QUIC connections (the ids their long headers announce), so that
-    /// short-header packets have their `quic.dcid` (learned from the packets printed: a
-    /// filter that drops a connection's long headers drops that too).
+    /// short-header packets have their `quic.dcid`, and join HTTP heads split over TCP
+    /// segments (the http fields then show on the segment that completes the head, as in
+    /// tshark). Connections are learned from the packets printed: a filter that drops some
+    /// of a connection's packets loses that state too.
     #[arg(long)]
     reassemble: bool,
     /// Trace file (`-` for standard input).
@@ -97,9 +99,7 @@ pub fn run(args: FieldsArgs) -> Result<Outcome> {
     }
     let mut line = String::with_capacity(256);
     let mut defrag = defragmenter(args.reassemble);
-    let mut quic = args
-        .reassemble
-        .then(|| QuicConnections::new(QuicConnections::DEFAULT_MAX));
+    let mut tracker = args.reassemble.then(FieldTracker::default);
     let ended = each_packet_joined(
         &args.file,
         args.filter.as_deref(),
@@ -107,10 +107,10 @@ pub fn run(args: FieldsArgs) -> Result<Outcome> {
         |number, packet| {
             line.clear();
             let d = Decoded::new(packet);
-            let state: &dyn FieldState = match quic.as_mut() {
-                Some(q) => {
-                    q.observe(&d);
-                    q
+            let state: &dyn FieldState = match tracker.as_mut() {
+                Some(t) => {
+                    t.observe(&d);
+                    t
                 }
                 None => &NoState,
             };

@@ -22,8 +22,8 @@ use std::str::FromStr;
 use tracekit_core::{Direction, Packet};
 
 use crate::dns::{Message, RData, Record};
-use crate::tls;
 use crate::{Decoded, Transport, Tunnel, ip_proto};
+use crate::{http, tls};
 
 macro_rules! fields {
     ($( $name:ident = $text:literal, $doc:literal; )*) => {
@@ -277,6 +277,25 @@ pub trait FieldState {
     /// The destination connection id of the short-header QUIC packet `packet` (bytes of
     /// the UDP datagram of decode level `d`), if it belongs to a known connection.
     fn quic_short_dcid<'a>(&self, d: &Decoded<'a>, packet: &'a [u8]) -> Option<&'a [u8]>;
+
+    /// The HTTP head of the packet `d` (its outermost level), when the TCP stream says
+    /// more than the packet: a head joined from the segments that carried it, or none
+    /// for a segment in the middle of one. The default: the packet's own.
+    fn http_head(&self, d: &Decoded<'_>) -> HeadState<'_> {
+        let _ = d;
+        HeadState::Packet
+    }
+}
+
+/// What a [`FieldState`] says about a packet's HTTP head.
+#[derive(Clone, Copy, Debug)]
+pub enum HeadState<'s> {
+    /// The head the packet's own payload starts with, if any.
+    Packet,
+    /// None: the packet carries part of a head that a later segment completes.
+    Hidden,
+    /// This head, joined from the segments before and this one, which completes it.
+    Joined(http::Head<'s>),
 }
 
 /// The [`FieldState`] of a decoder without connection state.
@@ -538,11 +557,13 @@ pub fn visit_field_with<'a, S: FieldSink + ?Sized>(
                 sink.text(&mut |s| h.ja4(s));
             }
         }
-        Field::HttpMethod => text_of(sink, first(d, |l| l.http()?.method())),
-        Field::HttpUri => text_of(sink, first(d, |l| l.http()?.target())),
-        Field::HttpHost => text_of(sink, first(d, |l| l.http()).and_then(|h| h.host())),
-        Field::HttpUserAgent => text_of(sink, first(d, |l| l.http()).and_then(|h| h.user_agent())),
-        Field::HttpResponseCode => number_of(sink, first(d, |l| l.http()?.status_code())),
+        Field::HttpMethod => text_of(sink, http_head(d, state).and_then(|h| h.method())),
+        Field::HttpUri => text_of(sink, http_head(d, state).and_then(|h| h.target())),
+        Field::HttpHost => text_of(sink, http_head(d, state).and_then(|h| h.host())),
+        Field::HttpUserAgent => text_of(sink, http_head(d, state).and_then(|h| h.user_agent())),
+        Field::HttpResponseCode => {
+            number_of(sink, http_head(d, state).and_then(|h| h.status_code()))
+        }
         Field::NtpMode => number_of(sink, first(d, |l| l.ntp()).map(|h| h.mode())),
         Field::NtpStratum => number_of(sink, first(d, |l| l.ntp()).and_then(|h| h.stratum())),
         Field::DhcpMac => {
@@ -601,6 +622,16 @@ pub fn visit_field_with<'a, S: FieldSink + ?Sized>(
                 let _ = write!(s, "{a}");
             });
         }),
+    }
+}
+
+/// The HTTP head the fields show: the first level's that has one, unless `state`
+/// knows better.
+fn http_head<'s>(d: &Decoded<'s>, state: &'s dyn FieldState) -> Option<http::Head<'s>> {
+    match state.http_head(d) {
+        HeadState::Packet => first(d, |l| l.http()),
+        HeadState::Hidden => None,
+        HeadState::Joined(h) => Some(h),
     }
 }
 

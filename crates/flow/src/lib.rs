@@ -19,9 +19,10 @@
 //!   the flows the table holds when its [`TcpStreams::end`] is called for every flow the
 //!   table ends.
 //! - [`ScanDetector`] is the libtrace paper's Scans analysis on flow records.
-//! - [`QuicConnections`] ([`quic`]) learns QUIC connection id lengths from long headers,
-//!   so that the DCID of short-header packets can be read (`tracekit fields
-//!   --reassemble`).
+//! - [`QuicConnections`] ([`quic`]) learns QUIC connection ids from long headers, so
+//!   that the DCID of short-header packets can be read, and [`HttpHeads`] ([`http`])
+//!   joins HTTP heads split over TCP segments; [`FieldTracker`] holds both for `tracekit
+//!   fields --reassemble`.
 //!
 //! ```
 //! use tracekit_core::{LinkType, Meta, Packet, Timestamp};
@@ -65,6 +66,7 @@
 #![deny(missing_docs)]
 
 pub mod defrag;
+pub mod http;
 mod key;
 mod order;
 pub mod quic;
@@ -75,6 +77,7 @@ mod table;
 pub use defrag::{
     DefragAnomaly, DefragConfig, DefragStats, Defragged, Defragmenter, OverlapPolicy,
 };
+pub use http::{FieldTracker, HttpHeads};
 pub use key::{Endpoint, FlowKey, KeyOptions, Side};
 pub use quic::QuicConnections;
 pub use scan::{ScanDetector, Scanner};

@@ -6,8 +6,9 @@
 //! direction of each UDP address pair, the connection id the other side announced last,
 //! and reads a short header as belonging to the connection when it starts with that id
 //! (as tshark follows QUIC connections by their ids: ids issued later inside encrypted
-//! NEW_CONNECTION_ID frames are unknown to both). It is a [`FieldState`], so `tracekit
-//! fields --reassemble` prints the DCIDs of short-header packets (`quic.dcid`).
+//! NEW_CONNECTION_ID frames are unknown to both). It is a [`FieldState`] (also through
+//! [`crate::FieldTracker`]), so `tracekit fields --reassemble` prints the DCIDs of
+//! short-header packets (`quic.dcid`).
 //!
 //! A connection that migrates to another address or port is not followed. Memory is
 //! bounded by the number of directions kept ([`QuicConnections::new`]); when full, an
