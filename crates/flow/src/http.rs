@@ -4,7 +4,9 @@
 //! line yet) is held per TCP direction; the in-order segments after it are appended
 //! until the head ends, and the head is then the fields of the segment that completed
 //! it, as tshark shows it with TCP reassembly (its default). The segments before show no
-//! head. [`HttpHeads`] is a [`FieldState`] (through [`FieldTracker`], which `tracekit
+//! head. (tshark by default also waits for a message's body, `http.desegment_body`, and
+//! shows the fields on the segment that ends the body; this tracker does not follow
+//! bodies.) [`HttpHeads`] is a [`FieldState`] (through [`FieldTracker`], which `tracekit
 //! fields --reassemble` uses).
 //!
 //! Bounded: at most [`HttpHeads::MAX_HEAD`] bytes per head (a longer one is given up)
