@@ -1,6 +1,7 @@
 //! Any bytes as the payload the application-layer views read (HTTP heads, NTP, DHCP,
-//! GTPv1, QUIC long headers, TLS hellos): every accessor and iterator runs to its end
-//! without a panic or a hang, and what they return lies inside the input.
+//! GTPv1, QUIC long and short headers, TLS hellos with JA3 and JA4): every accessor and
+//! iterator runs to its end without a panic or a hang, and what they return lies inside
+//! the input.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -50,17 +51,30 @@ fuzz_target!(|data: &[u8]| {
         std::hint::black_box((g.message_type(), g.teid()));
     }
     let mut n = 0;
-    for h in quic::long_headers(data) {
+    let mut headers = quic::long_headers(data);
+    for h in headers.by_ref() {
         assert!(inside(data, h.dcid()) && inside(data, h.scid()));
         assert!(quic::is_known_version(h.version()));
         std::hint::black_box(h.kind());
         n += 1;
         assert!(n <= data.len());
     }
+    // A short header after them, with any connection id length.
+    let rest = headers.remainder();
+    assert!(inside(data, rest));
+    if let Some(id) = quic::short_header_dcid(rest, data.len() % 21) {
+        assert!(inside(rest, id));
+    }
     for hello in tls::hellos(data) {
         let mut ja3 = String::new();
         hello.ja3(&mut ja3);
         std::hint::black_box((hello.version(), hello.server_name(), ja3));
+        let (mut ja4, mut raw) = (String::new(), String::new());
+        hello.ja4(&mut ja4);
+        hello.ja4_raw(&mut raw);
+        // JA4 is ASCII: ten characters, then two 12-digit hashes (client hellos only).
+        assert!(ja4.is_empty() || (ja4.len() == 36 && ja4.is_ascii()), "{ja4}");
+        std::hint::black_box((hello.ja4_a(), raw));
         for alpn in hello.alpn() {
             assert!(inside(data, alpn));
         }

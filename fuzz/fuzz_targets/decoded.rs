@@ -1,5 +1,6 @@
 //! Any bytes under any link type given to the decoder: every accessor, every tunnel
-//! level, no panic, and every slice it hands out lies inside the input.
+//! level (CAPWAP and LWAPP among them), every A-MSDU subframe, no panic, and every slice
+//! it hands out lies inside the input.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -66,6 +67,18 @@ fn walk(d: &Decoded<'_>, input: &[u8]) {
         }
         for r in m.answers().chain(m.authority()).chain(m.additional()) {
             std::hint::black_box(r.data());
+        }
+    }
+    if let Some(h) = d.isl() {
+        std::hint::black_box((h.vlan_id(), h.frame_type(), h.length()));
+    }
+    // A-MSDU subframes: each inside the input, each decodable on its own.
+    if let Some(subframes) = d.amsdu() {
+        for s in subframes {
+            assert!(inside(input, s.msdu()));
+            let sd = s.decode();
+            assert!(inside(input, sd.data()));
+            let _ = (sd.layer3(), sd.transport(), sd.payload(), sd.anomalies());
         }
     }
     let _ = d.anomalies();

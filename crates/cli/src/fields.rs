@@ -6,7 +6,8 @@ use std::io::Write;
 use anyhow::Result;
 use clap::Args;
 use tracekit::decode::Decoded;
-use tracekit::decode::fields::{Field, write_field};
+use tracekit::decode::fields::{Field, FieldState, NoState, write_field_with};
+use tracekit::flow::FieldTracker;
 
 use crate::Outcome;
 use crate::numbered::{self, defragmenter, each_packet_joined};
@@ -36,7 +37,12 @@ pub struct FieldsArgs {
     #[arg(long, default_value_t = 1, value_parser = crate::parse_workers)]
     threads: usize,
     /// Join IP fragments before decoding: a datagram's fragments are held and the whole
-    /// datagram is printed under the number of the fragment that completed it.
+    /// datagram is printed under the number of the fragment that completed it. Also
+    /// follow QUIC connections (the ids their long headers announce), so that
+    /// short-header packets have their `quic.dcid`, and join HTTP heads split over TCP
+    /// segments (the http fields then show on the segment that completes the head, as in
+    /// tshark). Connections are learned from the packets printed: a filter that drops some
+    /// of a connection's packets loses that state too.
     #[arg(long)]
     reassemble: bool,
     /// Trace file (`-` for standard input).
@@ -82,7 +88,10 @@ pub fn run(args: FieldsArgs) -> Result<Outcome> {
             args.filter.as_deref(),
             args.threads,
             None,
-            |number, packet, line| format_line(line, &fields, separator, number, packet),
+            |number, packet, line| {
+                let d = Decoded::new(packet);
+                format_line(line, &fields, separator, number, packet, &d, &NoState)
+            },
             &mut out,
         )?;
         out.flush()?;
@@ -90,13 +99,30 @@ pub fn run(args: FieldsArgs) -> Result<Outcome> {
     }
     let mut line = String::with_capacity(256);
     let mut defrag = defragmenter(args.reassemble);
+    let mut tracker = args.reassemble.then(FieldTracker::default);
     let ended = each_packet_joined(
         &args.file,
         args.filter.as_deref(),
         defrag.as_mut(),
         |number, packet| {
             line.clear();
-            format_line(&mut line, &fields, &args.separator, number, packet);
+            let d = Decoded::new(packet);
+            let state: &dyn FieldState = match tracker.as_mut() {
+                Some(t) => {
+                    t.observe(&d);
+                    t
+                }
+                None => &NoState,
+            };
+            format_line(
+                &mut line,
+                &fields,
+                &args.separator,
+                number,
+                packet,
+                &d,
+                state,
+            );
             out.write_all(line.as_bytes())?;
             if live {
                 out.flush()?;
@@ -115,13 +141,14 @@ fn format_line(
     separator: &str,
     number: u64,
     packet: &tracekit::Packet<'_>,
+    d: &Decoded<'_>,
+    state: &dyn FieldState,
 ) {
-    let d = Decoded::new(packet);
     for (i, field) in fields.iter().enumerate() {
         if i > 0 {
             line.push_str(separator);
         }
-        write_field(line, *field, number, packet, &d);
+        write_field_with(line, *field, number, packet, d, state);
     }
     line.push('\n');
 }

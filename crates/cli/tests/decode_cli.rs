@@ -53,6 +53,128 @@ fn fields_output_equals_tshark_on_pppoe_over_qinq() {
     assert_eq!(ours, String::from_utf8(theirs.stdout).unwrap());
 }
 
+/// QUIC short-header packets have a DCID only when their connection is followed
+/// (`--reassemble`), as tshark follows it; without, only the long headers' show.
+#[test]
+fn quic_short_header_dcids_with_reassemble_equal_tsharks() {
+    if !have("tshark") {
+        return;
+    }
+    for name in ["ndpi__quic-v2.pcapng", "zeek__ppp__quic-interop-retry.pcap"] {
+        let path = corpus(name);
+        let fields = ["frame.number", "quic.dcid"];
+        let run = |reassemble: bool| {
+            let mut c = tracekit();
+            c.arg("fields");
+            if reassemble {
+                c.arg("--reassemble");
+            }
+            for f in fields {
+                c.args(["-e", f]);
+            }
+            let out = c.arg(&path).output().unwrap();
+            assert!(out.status.success());
+            String::from_utf8(out.stdout).unwrap()
+        };
+        let theirs = Command::new("tshark")
+            .args([
+                "-n",
+                "-T",
+                "fields",
+                "-E",
+                "occurrence=a",
+                "-E",
+                "aggregator=,",
+            ])
+            .args(["-o", "ip.defragment:FALSE", "-r"])
+            .arg(&path)
+            .args(["-e", "frame.number", "-e", "quic.dcid"])
+            .stderr(Stdio::null())
+            .output()
+            .unwrap();
+        let theirs = String::from_utf8(theirs.stdout).unwrap();
+        assert_eq!(run(true), theirs, "{name}");
+        if name == "ndpi__quic-v2.pcapng" {
+            assert_ne!(run(false), theirs, "short headers need the connection");
+        }
+    }
+}
+
+/// HTTP heads split over TCP segments: with `--reassemble` the http fields show on the
+/// segment that completes the head, as tshark shows them with its TCP reassembly (its
+/// default); the segments before show none.
+#[test]
+fn http_heads_split_over_segments_with_reassemble_equal_tsharks() {
+    use tracekit_testdata::builder::{Ethernet, Ipv4, PacketBuilder, Tcp, tcp_flags};
+    if !have("tshark") {
+        return;
+    }
+    let segment = |client: bool, seq: u32, ack: u32, flags: u8, data: &[u8]| {
+        let (src, dst, sp, dp) = if client {
+            ([10, 0, 0, 1], [10, 0, 0, 2], 40000, 80)
+        } else {
+            ([10, 0, 0, 2], [10, 0, 0, 1], 80, 40000)
+        };
+        let f = PacketBuilder::new()
+            .ethernet(Ethernet::new([2, 0, 0, 0, 0, 1], [2, 0, 0, 0, 0, 2]))
+            .ipv4(Ipv4::new(src, dst))
+            .tcp(Tcp::new(sp, dp).seq(seq).ack(ack).flags(flags))
+            .payload(data)
+            .build();
+        let n = f.len();
+        (f, n)
+    };
+    let (ack, psh) = (tcp_flags::ACK, tcp_flags::ACK | tcp_flags::PSH);
+    let get = b"GET /a/long/path HTTP/1.1\r\nHost: example.org\r\nUser-Agent: split/1.0\r\n\r\n";
+    let post = b"POST /form HTTP/1.1\r\nHost: example.net\r\nContent-Length: 0\r\n\r\n";
+    let ok = b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n";
+    let (g, p) = (get.len() as u32, post.len() as u32);
+    let frames = vec![
+        segment(true, 100, 0, tcp_flags::SYN, b""),
+        segment(false, 500, 101, tcp_flags::SYN | ack, b""),
+        segment(true, 101, 501, ack, b""),
+        // The request in two segments, cut inside the field lines.
+        segment(true, 101, 501, psh, &get[..40]),
+        segment(true, 141, 501, psh, &get[40..]),
+        // The response in three, the first cut inside the status line.
+        segment(false, 501, 101 + g, psh, &ok[..10]),
+        segment(false, 511, 101 + g, psh, &ok[10..20]),
+        segment(false, 521, 101 + g, psh, &ok[20..]),
+        // A request cut inside its request line, then one whole.
+        segment(true, 101 + g, 501 + ok.len() as u32, psh, &post[..12]),
+        segment(true, 113 + g, 501 + ok.len() as u32, psh, &post[12..]),
+        segment(true, 101 + g + p, 501 + ok.len() as u32, psh, post),
+    ];
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("split-heads.pcap");
+    tracekit_testdata::write_pcap(&path, 1, &frames);
+    let fields = [
+        "frame.number",
+        "http.request.method",
+        "http.request.uri",
+        "http.host",
+        "http.user_agent",
+        "http.response.code",
+    ];
+    let mut ours = tracekit();
+    ours.args(["fields", "--reassemble"]);
+    let mut theirs = Command::new("tshark");
+    theirs.args(["-n", "-T", "fields", "-r"]).arg(&path);
+    for f in fields {
+        ours.args(["-e", f]);
+        theirs.args(["-e", f]);
+    }
+    let ours = ours.arg(&path).output().unwrap();
+    assert!(ours.status.success());
+    let ours = String::from_utf8(ours.stdout).unwrap();
+    let theirs = String::from_utf8(theirs.stderr(Stdio::null()).output().unwrap().stdout).unwrap();
+    assert_eq!(ours, theirs);
+    assert!(
+        ours.contains("\tGET\t/a/long/path\texample.org\tsplit/1.0\t"),
+        "{ours}"
+    );
+}
+
 #[test]
 fn fields_with_a_filter_keeps_file_numbers_and_separator() {
     if !have("tshark") {

@@ -13,7 +13,7 @@ pub enum Layer {
     Network,
     /// TCP, UDP, ICMP, ICMPv6, SCTP.
     Transport,
-    /// GRE, VXLAN, Geneve, GTP-U and the nesting of tunnels.
+    /// GRE, VXLAN, Geneve, GTP-U, CAPWAP, LWAPP and the nesting of tunnels.
     Tunnel,
     /// Application messages the decoder reads: DNS.
     Application,
@@ -126,9 +126,10 @@ anomalies! {
     GreTruncated = 33, Tunnel, true, "gre_truncated";
     /// GRE version other than 0 and 1, or a version 1 header without a key.
     GreBadVersion = 34, Tunnel, false, "gre_bad_version";
-    /// A VXLAN, Geneve or GTP-U header was cut by the capture.
+    /// A VXLAN, Geneve, GTP-U, CAPWAP or LWAPP header was cut by the capture.
     TunnelTruncated = 35, Tunnel, true, "tunnel_truncated";
-    /// A VXLAN, Geneve or GTP-U header with a wrong version or flags.
+    /// A VXLAN, Geneve or GTP-U header with a wrong version or flags, or a CAPWAP header
+    /// length below its fixed part.
     TunnelMalformed = 36, Tunnel, false, "tunnel_malformed";
     /// Tunnels nested deeper than the configured limit.
     TunnelTooDeep = 37, Tunnel, false, "tunnel_too_deep";
@@ -143,6 +144,10 @@ anomalies! {
     /// running past the message, a bad label type, more than 255 bytes), or record data
     /// that does not fit its type.
     DnsMalformed = 40, Application, false, "dns_malformed";
+    /// A tunnel (CAPWAP) carries one fragment of the encapsulated frame: the decoder does
+    /// not reassemble, so a first fragment's frame is decoded as far as its bytes go (as
+    /// if the capture had cut it) and later fragments not at all.
+    TunnelFragment = 41, Tunnel, true, "tunnel_fragment";
 }
 
 impl fmt::Display for Anomaly {

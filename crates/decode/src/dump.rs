@@ -44,6 +44,22 @@ pub fn write_layers(out: &mut String, d: &Decoded<'_>, indent: &str) -> fmt::Res
         }
         out.push('\n');
     }
+    if let Some(h) = d.isl() {
+        writeln!(
+            out,
+            "{indent}ISL       from {} vlan {} type {}",
+            mac(h.src()),
+            h.vlan_id(),
+            h.frame_type()
+        )?;
+    }
+    if let Some(subframes) = d.amsdu() {
+        writeln!(
+            out,
+            "{indent}A-MSDU    {} subframes (the layers below are the first's)",
+            subframes.count()
+        )?;
+    }
     match link.kind {
         LinkKind::Ethernet => {
             if let Some(e) = d.ethernet() {
@@ -305,15 +321,42 @@ pub fn write_layers(out: &mut String, d: &Decoded<'_>, indent: &str) -> fmt::Res
                 Tunnel::GtpU { teid } => {
                     writeln!(out, "{indent}Tunnel    GTP-U teid 0x{teid:08x}")?
                 }
-                Tunnel::Capwap { wbid, native } => writeln!(
-                    out,
-                    "{indent}Tunnel    CAPWAP data (binding {wbid}, {})",
-                    if native {
-                        "native frame"
-                    } else {
-                        "802.3 frame"
+                Tunnel::Capwap {
+                    wbid,
+                    native,
+                    fragment,
+                } => {
+                    write!(
+                        out,
+                        "{indent}Tunnel    CAPWAP data (binding {wbid}, {})",
+                        if native {
+                            "native frame"
+                        } else {
+                            "802.3 frame"
+                        }
+                    )?;
+                    if let Some(f) = fragment {
+                        let last = if f.last { ", last" } else { "" };
+                        write!(out, " fragment {} at {}{last}", f.id, f.offset)?;
                     }
+                    out.push('\n');
+                }
+                Tunnel::CapwapControl {
+                    message_type,
+                    sequence,
+                } => writeln!(
+                    out,
+                    "{indent}Tunnel    CAPWAP control message type {message_type} sequence {sequence}"
                 )?,
+                Tunnel::CapwapDtls { control } => writeln!(
+                    out,
+                    "{indent}Tunnel    CAPWAP {} channel, DTLS-protected",
+                    if control { "control" } else { "data" }
+                )?,
+                Tunnel::Lwapp { control_type } => match control_type {
+                    Some(t) => writeln!(out, "{indent}Tunnel    LWAPP control message type {t}")?,
+                    None => writeln!(out, "{indent}Tunnel    LWAPP 802.11 frame")?,
+                },
             }
             if let Some(inner) = d.inner() {
                 let deeper = format!("{indent}  ");

@@ -5,7 +5,8 @@
 //! fragment offset in 8-byte units, `1`/`0` for flags). Like tshark's first occurrence,
 //! network-layer fields come from the outermost IP header, and transport and DNS fields
 //! from the first header of their kind, following tunnels inward. `vlan.id` lists the
-//! tags of every level, comma-joined.
+//! tags of every level, comma-joined. An 802.11 A-MSDU's fields are those of its first
+//! subframe (tshark lists every subframe's; see [`Decoded::amsdu`] for the others).
 //!
 //! ```
 //! use tracekit_decode::fields::Field;
@@ -21,8 +22,8 @@ use std::str::FromStr;
 use tracekit_core::{Direction, Packet};
 
 use crate::dns::{Message, RData, Record};
-use crate::tls;
-use crate::{Decoded, Transport, ip_proto};
+use crate::{Decoded, Transport, Tunnel, ip_proto};
+use crate::{http, tls};
 
 macro_rules! fields {
     ($( $name:ident = $text:literal, $doc:literal; )*) => {
@@ -62,6 +63,7 @@ fields! {
     EthType = "eth.type", "Ethernet type field (hex; the 802.3 length for LLC frames is not shown)";
     VlanId = "vlan.id", "VLAN ids of the 802.1Q tags (TPID 0x8100, 0x9100), outermost first, comma-joined (inner tunnel levels too); 802.1ad S-tags are ieee8021ad.id, as in tshark";
     Ieee8021adId = "ieee8021ad.id", "VLAN ids of the 802.1ad service tags (TPID 0x88a8), outermost first, comma-joined";
+    IslVlanId = "isl.vlan_id", "VLAN id of the Cisco ISL header around the frame";
     MplsLabel = "mpls.label", "MPLS labels, top first, comma-joined";
     IpVersion = "ip.version", "IP version of the outermost IP header (4 or 6)";
     IpSrc = "ip.src", "source address of the outermost IP header (IPv4 or IPv6)";
@@ -105,6 +107,7 @@ fields! {
     TlsSni = "tls.handshake.extensions_server_name", "server name (SNI) of the TLS ClientHello";
     TlsAlpn = "tls.handshake.extensions_alpn_str", "ALPN protocol names of the TLS hellos, comma-joined";
     TlsJa3Full = "tls.handshake.ja3_full", "JA3 string of the TLS ClientHello";
+    TlsJa4 = "tls.handshake.ja4", "JA4 fingerprint of the TLS ClientHello (over TCP; newer Wireshark's field, not in tshark 4.0)";
     HttpMethod = "http.request.method", "HTTP request method (a head that starts a segment on an HTTP port, or SSDP)";
     HttpUri = "http.request.uri", "HTTP request target, as sent";
     HttpHost = "http.host", "HTTP Host field";
@@ -116,10 +119,12 @@ fields! {
     DhcpHostname = "dhcp.option.hostname", "DHCP host name option (12)";
     DhcpType = "dhcp.option.dhcp", "DHCP message type option (53: 1 DISCOVER ... 5 ACK)";
     GtpTeid = "gtp.teid", "GTPv1 tunnel endpoint identifier (hex)";
+    CapwapMessageType = "capwap.control.header.message_type", "CAPWAP control message type (UDP 5246; enterprise number in the top 24 bits)";
+    LwappControlType = "lwapp.control.type", "LWAPP control message type";
     NdNsTarget = "icmpv6.nd.ns.target_address", "target address of an ICMPv6 neighbour solicitation";
     NdNaTarget = "icmpv6.nd.na.target_address", "target address of an ICMPv6 neighbour advertisement";
     QuicVersion = "quic.version", "QUIC version of each long-header packet of the datagram (hex), comma-joined";
-    QuicDcid = "quic.dcid", "QUIC destination connection id of each long-header packet (hex), comma-joined";
+    QuicDcid = "quic.dcid", "QUIC destination connection id of each packet of the datagram (hex), comma-joined; short-header packets only with --reassemble, which learns their length from the connection's long headers";
     Anomalies = "tracekit.anomalies", "decoder anomalies, comma-joined (tracekit only)";
 }
 
@@ -264,6 +269,45 @@ fn mac(out: &mut String, m: [u8; 6]) {
     );
 }
 
+/// What some fields need to know beyond the packet: the state of its connection. For
+/// now the destination connection id of QUIC short-header packets, whose length only
+/// the connection's long headers tell (`tracekit-flow`'s `QuicConnections` learns it);
+/// [`NoState`] knows nothing, and those fields then show what the packet alone gives.
+pub trait FieldState {
+    /// The destination connection id of the short-header QUIC packet `packet` (bytes of
+    /// the UDP datagram of decode level `d`), if it belongs to a known connection.
+    fn quic_short_dcid<'a>(&self, d: &Decoded<'a>, packet: &'a [u8]) -> Option<&'a [u8]>;
+
+    /// The HTTP head of the packet `d` (its outermost level), when the TCP stream says
+    /// more than the packet: a head joined from the segments that carried it, or none
+    /// for a segment in the middle of one. The default: the packet's own.
+    fn http_head(&self, d: &Decoded<'_>) -> HeadState<'_> {
+        let _ = d;
+        HeadState::Packet
+    }
+}
+
+/// What a [`FieldState`] says about a packet's HTTP head.
+#[derive(Clone, Copy, Debug)]
+pub enum HeadState<'s> {
+    /// The head the packet's own payload starts with, if any.
+    Packet,
+    /// None: the packet carries part of a head that a later segment completes.
+    Hidden,
+    /// This head, joined from the segments before and this one, which completes it.
+    Joined(http::Head<'s>),
+}
+
+/// The [`FieldState`] of a decoder without connection state.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct NoState;
+
+impl FieldState for NoState {
+    fn quic_short_dcid<'a>(&self, _: &Decoded<'a>, _: &'a [u8]) -> Option<&'a [u8]> {
+        None
+    }
+}
+
 /// Appends the value of `field` for packet number `number` to `out` (nothing when the
 /// packet has no such field), as `tracekit fields` prints it.
 pub fn write_field<'a>(
@@ -276,6 +320,19 @@ pub fn write_field<'a>(
     visit_field(&mut TextSink { out, items: 0 }, field, number, packet, d);
 }
 
+/// [`write_field`] with connection state (see [`FieldState`]).
+pub fn write_field_with<'a>(
+    out: &mut String,
+    field: Field,
+    number: u64,
+    packet: &Packet<'_>,
+    d: &Decoded<'a>,
+    state: &dyn FieldState,
+) {
+    let sink = &mut TextSink { out, items: 0 };
+    visit_field_with(sink, field, number, packet, d, state);
+}
+
 /// Hands the value(s) of `field` for packet number `number` to `sink`, typed (see
 /// [`FieldSink`]); [`write_field`] prints the same values.
 pub fn visit_field<'a, S: FieldSink + ?Sized>(
@@ -284,6 +341,18 @@ pub fn visit_field<'a, S: FieldSink + ?Sized>(
     number: u64,
     packet: &Packet<'_>,
     d: &Decoded<'a>,
+) {
+    visit_field_with(sink, field, number, packet, d, &NoState);
+}
+
+/// [`visit_field`] with connection state (see [`FieldState`]).
+pub fn visit_field_with<'a, S: FieldSink + ?Sized>(
+    sink: &mut S,
+    field: Field,
+    number: u64,
+    packet: &Packet<'_>,
+    d: &Decoded<'a>,
+    state: &dyn FieldState,
 ) {
     let v4 = || d.ipv4();
     let v6 = || d.ipv6();
@@ -350,6 +419,7 @@ pub fn visit_field<'a, S: FieldSink + ?Sized>(
             .flat_map(|l| l.d.vlans())
             .filter(|v| v.tpid == crate::ethertype::QINQ)
             .for_each(|v| sink.number(v.id.into())),
+        Field::IslVlanId => number_of(sink, first(d, |l| l.isl()).map(|h| h.vlan_id())),
         Field::MplsLabel => d.mpls_labels().for_each(|l| sink.number(l.label.into())),
         Field::IpVersion => number_of(sink, d.ip_version()),
         Field::IpSrc => {
@@ -482,11 +552,18 @@ pub fn visit_field<'a, S: FieldSink + ?Sized>(
                 sink.text(&mut |s| h.ja3(s));
             }
         }
-        Field::HttpMethod => text_of(sink, first(d, |l| l.http()?.method())),
-        Field::HttpUri => text_of(sink, first(d, |l| l.http()?.target())),
-        Field::HttpHost => text_of(sink, first(d, |l| l.http()).and_then(|h| h.host())),
-        Field::HttpUserAgent => text_of(sink, first(d, |l| l.http()).and_then(|h| h.user_agent())),
-        Field::HttpResponseCode => number_of(sink, first(d, |l| l.http()?.status_code())),
+        Field::TlsJa4 => {
+            if let Some(h) = tls_hellos(d).find(|h| h.is_client()) {
+                sink.text(&mut |s| h.ja4(s));
+            }
+        }
+        Field::HttpMethod => text_of(sink, http_head(d, state).and_then(|h| h.method())),
+        Field::HttpUri => text_of(sink, http_head(d, state).and_then(|h| h.target())),
+        Field::HttpHost => text_of(sink, http_head(d, state).and_then(|h| h.host())),
+        Field::HttpUserAgent => text_of(sink, http_head(d, state).and_then(|h| h.user_agent())),
+        Field::HttpResponseCode => {
+            number_of(sink, http_head(d, state).and_then(|h| h.status_code()))
+        }
         Field::NtpMode => number_of(sink, first(d, |l| l.ntp()).map(|h| h.mode())),
         Field::NtpStratum => number_of(sink, first(d, |l| l.ntp()).and_then(|h| h.stratum())),
         Field::DhcpMac => {
@@ -501,6 +578,20 @@ pub fn visit_field<'a, S: FieldSink + ?Sized>(
                 sink.hex(h.teid().into(), 8);
             }
         }
+        Field::CapwapMessageType => number_of(
+            sink,
+            first(d, |l| match l.tunnel()? {
+                Tunnel::CapwapControl { message_type, .. } => Some(message_type),
+                _ => None,
+            }),
+        ),
+        Field::LwappControlType => number_of(
+            sink,
+            first(d, |l| match l.tunnel()? {
+                Tunnel::Lwapp { control_type } => control_type,
+                _ => None,
+            }),
+        ),
         Field::NdNsTarget => {
             if let Some(a) = nd_target(d, crate::icmp::nd::SOLICITATION) {
                 sink.addr(IpAddr::V6(a));
@@ -516,23 +607,55 @@ pub fn visit_field<'a, S: FieldSink + ?Sized>(
                 q.for_each(|h| sink.hex(h.version().into(), 8));
             }
         }
-        Field::QuicDcid => {
-            if let Some(q) = first(d, |l| l.quic()) {
-                // An empty connection id is no value, as in tshark.
-                for h in q.filter(|h| !h.dcid().is_empty()) {
-                    sink.text(&mut |s| {
-                        for b in h.dcid() {
-                            let _ = write!(s, "{b:02x}");
-                        }
-                    });
-                }
+        Field::QuicDcid => quic_dcids(d, state, &mut |id| {
+            // An empty connection id is no value, as in tshark.
+            if !id.is_empty() {
+                sink.text(&mut |s| {
+                    for b in id {
+                        let _ = write!(s, "{b:02x}");
+                    }
+                });
             }
-        }
+        }),
         Field::Anomalies => d.anomalies().iter().for_each(|a| {
             sink.text(&mut |s| {
                 let _ = write!(s, "{a}");
             });
         }),
+    }
+}
+
+/// The HTTP head the fields show: the first level's that has one, unless `state`
+/// knows better.
+fn http_head<'s>(d: &Decoded<'s>, state: &'s dyn FieldState) -> Option<http::Head<'s>> {
+    match state.http_head(d) {
+        HeadState::Packet => first(d, |l| l.http()),
+        HeadState::Hidden => None,
+        HeadState::Joined(h) => Some(h),
+    }
+}
+
+/// The destination connection ids of the QUIC packets of the first level that carries
+/// QUIC: its long headers, then a short header after them (coalesced, or alone) when
+/// `state` knows its connection.
+fn quic_dcids<'a>(d: &Decoded<'a>, state: &dyn FieldState, each: &mut dyn FnMut(&[u8])) {
+    for level in levels(d) {
+        let l = &level.d;
+        if l.udp().is_none() {
+            continue;
+        }
+        let short = |rest: &'a [u8]| state.quic_short_dcid(l, rest);
+        if let Some(mut q) = l.quic() {
+            q.by_ref().for_each(|h| each(h.dcid()));
+            if let Some(id) = short(q.remainder()) {
+                each(id);
+            }
+            return;
+        }
+        if let Some(id) = l.payload().and_then(short) {
+            each(id);
+            return;
+        }
     }
 }
 

@@ -7,8 +7,9 @@
 //! Syntax from RFC 9112 §3 (request line), §4 (status line) and §5 (field lines); the
 //! request methods recognised are those of RFC 9110 §9, WebDAV (RFC 4918, RFC 3253) and
 //! UPnP/SSDP, as Wireshark recognises them. Only a head that starts the payload is read:
-//! one split over segments is not reassembled (Wireshark without TCP reassembly does
-//! the same), and pipelined requests after the first are not looked for.
+//! one split over segments is not joined here (Wireshark without TCP reassembly does the
+//! same; `tracekit-flow`'s `HttpHeads` joins them), and pipelined requests after the
+//! first are not looked for.
 //!
 //! ```
 //! use tracekit_decode::http::Head;
@@ -114,6 +115,23 @@ fn is_version(v: &[u8]) -> bool {
     matches!(v, [b'H', b'T', b'T', b'P', b'/', major, b'.', minor] if major.is_ascii_digit() && minor.is_ascii_digit())
 }
 
+/// Whether `payload` starts a head whose start line it does not finish (a segment cut
+/// it): a known method and a space, or `HTTP/`, and no line end yet. [`Head::parse`]
+/// reads no head there; the segments after it may complete one.
+pub fn starts_unfinished(payload: &[u8]) -> bool {
+    if payload.contains(&b'\n') {
+        return false;
+    }
+    match payload
+        .iter()
+        .take(MAX_FIRST_WORD + 1)
+        .position(|&c| c == b' ')
+    {
+        Some(i) => METHODS.contains(&&payload[..i]) || payload.starts_with(b"HTTP/"),
+        None => payload.starts_with(b"HTTP/"),
+    }
+}
+
 impl<'a> Head<'a> {
     /// The head at the start of `payload`, if it starts with a request line (a known
     /// method, a space, the target) or a status line (`HTTP/x.y`, a space, three
@@ -176,6 +194,18 @@ impl<'a> Head<'a> {
             version,
             fields,
         })
+    }
+
+    /// Whether the head's end (the empty line after its field lines) is in the bytes it
+    /// was parsed from; a head split over TCP segments is not, until joined.
+    pub fn is_complete(&self) -> bool {
+        // `fields` starts after the start line's line ending, so an empty line is a line
+        // ending at its start or a line ending right after another.
+        let f = self.fields;
+        f.starts_with(b"\n")
+            || f.starts_with(b"\r\n")
+            || f.windows(2).any(|w| w == b"\n\n")
+            || f.windows(3).any(|w| w == b"\n\r\n")
     }
 
     /// Whether this is a request.
@@ -289,6 +319,32 @@ mod tests {
             (Some(&b"M-SEARCH"[..]), Some(&b"*"[..]))
         );
         assert_eq!(h.host(), Some(&b"239.255.255.250:1900"[..]));
+        assert!(starts_unfinished(b"GET / HTTP"));
+        assert!(starts_unfinished(b"HTTP/1.1 2"));
+        assert!(!starts_unfinished(b"GET / HTTP/1.1\r\n"));
+        assert!(!starts_unfinished(b"GETX / HTTP"));
+        // Where the head ends.
+        assert!(
+            Head::parse(b"GET / HTTP/1.1\r\n\r\nbody")
+                .unwrap()
+                .is_complete()
+        );
+        assert!(
+            Head::parse(b"GET / HTTP/1.1\r\nHost: a\r\n\r\n")
+                .unwrap()
+                .is_complete()
+        );
+        assert!(
+            Head::parse(b"GET / HTTP/1.1\nHost: a\n\n")
+                .unwrap()
+                .is_complete()
+        );
+        assert!(
+            !Head::parse(b"GET / HTTP/1.1\r\nHost: a\r\n")
+                .unwrap()
+                .is_complete()
+        );
+        assert!(!Head::parse(b"GET / HTTP/1.1").unwrap().is_complete());
         // Cut inside the field lines: what is there is read.
         let h = Head::parse(b"POST /x HTTP/1.0\nHost:  a.b \nUser-Ag").unwrap();
         assert_eq!(h.host(), Some(&b"a.b"[..]));

@@ -7,14 +7,16 @@
 //! [`Decoded::anomalies`]) and the accessors for the layers behind them return `None`.
 //!
 //! - Link layers: Ethernet II and 802.3/LLC/SNAP, 802.1Q/802.1ad/QinQ, MPLS (unicast,
-//!   multicast, pseudowire control word), PPPoE, PPP, Cisco HDLC, raw IPv4/IPv6, BSD
-//!   NULL/LOOP, Linux SLL and SLL2, 802.11 data frames behind RadioTap or Prism, ERF
+//!   multicast, pseudowire control word), PPPoE, PPP, Cisco HDLC, Cisco ISL, FabricPath,
+//!   VN-Tag and E-Tag, raw IPv4/IPv6, BSD NULL/LOOP, Linux SLL and SLL2, 802.11 data
+//!   frames (A-MSDUs through their first subframe) behind RadioTap or Prism, ERF
 //!   records, PFLOG, NFLOG.
 //! - IPv4 and IPv6 with the extension-header walk (hop-by-hop, routing, fragment,
 //!   destination options, AH; stops at ESP). Non-first fragments have no transport.
 //! - TCP (with options), UDP, ICMP, ICMPv6, SCTP, GRE (with RFC 1701 source routes).
-//! - Tunnels: IP-in-IP, 6in4, IPv6-in-IPv6, GRE (including Ethernet over GRE), VXLAN,
-//!   Geneve, GTP-U. The outer packet stays the default view; [`Decoded::inner`] decodes
+//! - Tunnels: IP-in-IP, 6in4, IPv6-in-IPv6, GRE (including Ethernet over GRE and
+//!   Aruba's 802.11 over GRE), VXLAN, Geneve, GTP-U, CAPWAP (data, control, DTLS; first
+//!   fragments decoded as far as they go) and LWAPP. The outer packet stays the default view; [`Decoded::inner`] decodes
 //!   the encapsulated one.
 //! - DNS ([`dns`]): a zero-copy message view.
 //!
@@ -63,18 +65,21 @@ mod icmp;
 mod ip_view;
 mod ipv4;
 mod ipv6;
+mod isl;
 mod link;
 mod net;
 pub mod ntp;
 pub mod quic;
 mod radiotap;
 mod sctp;
+mod sha256;
 mod tcp;
 pub mod tls;
 #[macro_use]
 mod transport;
 mod tunnel;
 mod udp;
+mod wlan;
 
 use std::cell::Cell;
 use std::net::IpAddr;
@@ -89,14 +94,16 @@ pub use icmp::{IcmpHeader, Icmpv6Header};
 pub use ip_view::IpView;
 pub use ipv4::{Ipv4Header, OptionIter};
 pub use ipv6::{ExtHeader, ExtIter, Ipv6Header, ext as ipv6_ext};
+pub use isl::IslHeader;
 pub use link::{Framing, LinkKind, LinkLayer};
 pub use net::{Fragment, Layer3, NoTransport};
 pub use radiotap::RadioTap;
 pub use sctp::SctpHeader;
 pub use tcp::{SackBlocks, TcpHeader, TcpOption, TcpOptions, flags as tcp_flags};
 pub use transport::{Transport, ip_proto};
-pub use tunnel::{Tunnel, TunnelPorts};
+pub use tunnel::{Tunnel, TunnelFragment, TunnelPorts};
 pub use udp::UdpHeader;
+pub use wlan::{AmsduSubframe, AmsduSubframes};
 
 use link::LinkInfo;
 use net::{L4State, NetInfo};
@@ -161,7 +168,7 @@ impl<'a> Decoded<'a> {
         }
     }
 
-    /// Uses other UDP ports for VXLAN, Geneve and GTP-U (0 disables one).
+    /// Uses other UDP ports for VXLAN, Geneve, GTP-U, CAPWAP and LWAPP (0 disables one).
     pub fn tunnel_ports(mut self, ports: TunnelPorts) -> Decoded<'a> {
         self.ports = ports;
         self
@@ -229,11 +236,68 @@ impl<'a> Decoded<'a> {
             .flatten()
     }
 
+    /// The Cisco ISL header, when the link layer is an Ethernet frame inside one (then
+    /// [`ethernet`](Self::ethernet) is the encapsulated frame's header, as in tshark).
+    pub fn isl(&self) -> Option<IslHeader<'a>> {
+        let li = self.link_info();
+        if !li.isl {
+            return None;
+        }
+        let at = (li.l2_off as usize).checked_sub(IslHeader::LEN)?;
+        IslHeader::new_checked(self.data.get(at..)?)
+    }
+
     /// The RadioTap header fields, for RadioTap captures.
     pub fn radiotap(&self) -> Option<RadioTap> {
         (self.framing == Framing::Link(LinkType::IEEE802_11_RADIOTAP))
             .then(|| RadioTap::parse(self.data))
             .flatten()
+    }
+
+    /// The subframes of an 802.11 A-MSDU (a QoS data frame with the A-MSDU-present
+    /// bit), if the link layer is one; the decoder's own layers (`layer3()`, `tcp()`,
+    /// ...) are those of the first subframe, as [`AmsduSubframe::decode`] gives them for
+    /// the others.
+    ///
+    /// ```
+    /// use tracekit_core::LinkType;
+    /// use tracekit_decode::Decoded;
+    ///
+    /// // QoS data (FC 0x88 0x01), QoS control with bit 7 set, then two subframes:
+    /// // DA, SA, length, LLC/SNAP + IPv4 header (padded to 4), and a bare LLC header.
+    /// let mut f = vec![0x88, 0x01, 0, 0];
+    /// f.extend([2, 0, 0, 0, 0, 1, 2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 3, 0, 0, 0x80, 0]);
+    /// f.extend([2, 0, 0, 0, 0, 4, 2, 0, 0, 0, 0, 5, 0, 28]);
+    /// f.extend([0xaa, 0xaa, 3, 0, 0, 0, 0x08, 0x00]);
+    /// f.extend([0x45, 0, 0, 20, 0, 1, 0, 0, 64, 17, 0, 0, 10, 0, 0, 1, 10, 0, 0, 2, 0, 0]);
+    /// f.extend([2, 0, 0, 0, 0, 6, 2, 0, 0, 0, 0, 7, 0, 3, 0x42, 0x42, 3]);
+    /// let d = Decoded::from_bytes(&f, LinkType::IEEE802_11, f.len() as u32);
+    /// assert_eq!(d.src_addr().unwrap().to_string(), "10.0.0.1");
+    /// let subframes: Vec<_> = d.amsdu().unwrap().collect();
+    /// assert_eq!(subframes.len(), 2);
+    /// assert_eq!((subframes[1].sa(), subframes[1].msdu()), ([2, 0, 0, 0, 0, 7], &[0x42, 0x42, 3][..]));
+    /// ```
+    pub fn amsdu(&self) -> Option<AmsduSubframes<'a>> {
+        let li = self.link_info();
+        if li.kind != LinkKind::Ieee80211 {
+            return None;
+        }
+        // The walk kept the first subframe's end; the frame's is the capture's, less a
+        // RadioTap FCS.
+        let fcs = self
+            .radiotap()
+            .and_then(|r| r.flags)
+            .is_some_and(|f| f & radiotap::FLAG_FCS != 0);
+        let end = if fcs {
+            self.data.len().saturating_sub(4)
+        } else {
+            self.data.len()
+        };
+        let swapped = self.framing == Framing::Ieee80211SwappedFc;
+        match wlan::body(self.data, li.l2_off as usize, end, swapped) {
+            Ok(wlan::Body::Amsdu(at)) => Some(AmsduSubframes::new(self.data.get(at..end)?)),
+            _ => None,
+        }
     }
 
     /// The VLAN tags, outermost first.
@@ -490,20 +554,27 @@ impl<'a> Decoded<'a> {
 
     /// The tunnel this packet carries, if any.
     pub fn tunnel(&self) -> Option<Tunnel<'a>> {
-        self.tunnel_at().map(|t| t.0)
+        self.tunnel_at().map(|t| t.tunnel)
     }
 
     /// A decode of the encapsulated packet, if this packet carries a tunnel and the depth
     /// limit allows. The inner decode has its own anomalies.
     pub fn inner(&self) -> Option<Decoded<'a>> {
-        let (_, off, framing) = self.tunnel_at()?;
+        let found = self.tunnel_at()?;
+        let (off, framing) = found.inner?;
         if self.depth >= self.max_depth {
             self.noting(|an| an.insert(Anomaly::TunnelTooDeep));
             return None;
         }
         let n = self.net();
         let data = self.data.get(off..n.avail_end as usize)?;
-        let mut d = Decoded::with_framing(data, framing, n.declared_end.saturating_sub(off as u32));
+        // A first fragment's frame goes on in other packets: its length is not known.
+        let wire_len = if found.first_fragment {
+            u32::MAX
+        } else {
+            n.declared_end.saturating_sub(off as u32)
+        };
+        let mut d = Decoded::with_framing(data, framing, wire_len);
         d.depth = self.depth + 1;
         d.max_depth = self.max_depth;
         d.ports = self.ports;

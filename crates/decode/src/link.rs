@@ -6,7 +6,9 @@ use tracekit_core::{ErfType, LinkType};
 use crate::anomaly::{Anomalies, Anomaly};
 use crate::bytes::{be16, le16, le32, u8_at};
 use crate::ethernet::{self, MplsLabel, Vlan, ethertype, ppp_to_ethertype};
+use crate::isl;
 use crate::radiotap::{self, FLAG_FCS, RadioTap, prism, prism_len};
+use crate::wlan::{self, Body};
 
 // Byte offsets of the link-layer and shim headers the walk reads, each from the start of
 // its own header.
@@ -73,26 +75,6 @@ mod llc {
     pub const SNAP_LEN: usize = 8;
     pub const SNAP_SAP: u8 = 0xAA;
     pub const UI: u8 = 0x03;
-}
-
-/// 802.11 MAC header.
-mod ieee80211 {
-    pub const FC0: usize = 0;
-    pub const FC1: usize = 1;
-    /// Frame control, duration and three addresses, sequence control.
-    pub const BASE_LEN: usize = 24;
-    /// The fourth address, when both to-DS and from-DS are set.
-    pub const ADDR4_LEN: usize = 6;
-    pub const QOS_LEN: usize = 2;
-    pub const HT_CONTROL_LEN: usize = 4;
-    pub const TYPE_DATA: u8 = 2;
-    /// Subtype bit: no data (null function frames).
-    pub const SUBTYPE_NO_DATA: u8 = 0x4;
-    /// Subtype bit: QoS data.
-    pub const SUBTYPE_QOS: u8 = 0x8;
-    pub const FC1_DS_BITS: u8 = 0x03;
-    pub const FC1_PROTECTED: u8 = 0x40;
-    pub const FC1_ORDER: u8 = 0x80;
 }
 
 /// Linux NFLOG: a 4-byte header (family, version, resource id), then TLVs of 4-byte
@@ -231,7 +213,8 @@ pub(crate) struct LinkInfo {
     pub end: u32,
     pub vlan_count: u8,
     pub mpls_count: u8,
-    pub radiotap: bool,
+    /// The link layer is the Ethernet frame inside a Cisco ISL header (just before it).
+    pub isl: bool,
 }
 
 /// An FCS at the end of the frame.
@@ -375,7 +358,6 @@ pub(crate) fn walk(b: &[u8], framing: Framing, an: &mut Anomalies) -> LinkInfo {
                 }
                 return li;
             };
-            li.radiotap = true;
             if rt.flags.is_some_and(|f| f & FLAG_FCS != 0) {
                 li.end = li.end.saturating_sub(FCS_LEN).max(u32::from(rt.len));
             }
@@ -457,12 +439,48 @@ pub(crate) fn ethernet(b: &[u8], off: usize, mut li: LinkInfo, an: &mut Anomalie
         return li;
     }
     if et <= ethernet::MAX_LENGTH {
-        // 802.3: the field is a length; LLC follows.
-        let end = (body + usize::from(et)).min(b.len());
-        li.end = li.end.min(end as u32);
-        return llc(b, body, li, an);
+        return dot3(b, off, li, an);
     }
     chain(b, et, body, li, an)
+}
+
+/// An 802.3 frame at `off` (whose type field, a length, was captured): LLC follows, or
+/// it is a Cisco ISL frame. (Kept out of `ethernet`, whose IP path must not pay for it:
+/// the length is read again so that the call passes its arguments in registers.)
+#[inline(never)]
+fn dot3(b: &[u8], off: usize, mut li: LinkInfo, an: &mut Anomalies) -> LinkInfo {
+    let len = be16(b, off + ethernet::field::TYPE).unwrap_or(0);
+    if !li.isl && isl::is_isl(b, off) {
+        return isl_frame(b, off, len, li, an);
+    }
+    let body = off + ethernet::field::LEN;
+    let end = (body + usize::from(len)).min(b.len());
+    li.end = li.end.min(end as u32);
+    llc(b, body, li, an)
+}
+
+/// A Cisco ISL frame at `off` whose length field says `len`: the encapsulated Ethernet
+/// frame is the link layer (see `isl`); an ISL frame inside it is not followed.
+#[cold]
+fn isl_frame(b: &[u8], off: usize, len: u16, mut li: LinkInfo, an: &mut Anomalies) -> LinkInfo {
+    let inner = off + isl::field::LEN;
+    // The length covers the encapsulated frame's FCS; the ISL CRC follows it.
+    let end = (off + isl::field::COUNTED_FROM + usize::from(len)).saturating_sub(FCS_LEN as usize);
+    li.end = li.end.min(end.max(inner) as u32);
+    if b.len() < inner {
+        an.insert(Anomaly::LinkTruncated);
+        li.l3_off = li.end;
+        return li;
+    }
+    li.isl = true;
+    if isl::frame_type(b, off) != Some(isl::field::TYPE_ETHERNET) {
+        // Token Ring, FDDI, ATM: not decoded.
+        li.kind = LinkKind::Unknown;
+        li.l2_off = inner as u32;
+        li.l3_off = li.end;
+        return li;
+    }
+    ethernet(b, inner, li, an)
 }
 
 fn llc(b: &[u8], off: usize, mut li: LinkInfo, an: &mut Anomalies) -> LinkInfo {
@@ -542,43 +560,34 @@ fn ieee80211(
 ) -> LinkInfo {
     li.kind = LinkKind::Ieee80211;
     li.l2_off = off as u32;
-    let (Some(mut fc0), Some(mut fc1)) = (
-        u8_at(b, off + ieee80211::FC0),
-        u8_at(b, off + ieee80211::FC1),
-    ) else {
-        an.insert(Anomaly::LinkTruncated);
-        return li;
-    };
-    if swapped_fc {
-        std::mem::swap(&mut fc0, &mut fc1);
-    }
-    let ftype = (fc0 >> 2) & 3;
-    let subtype = fc0 >> 4;
-    if ftype != ieee80211::TYPE_DATA
-        || subtype & ieee80211::SUBTYPE_NO_DATA != 0
-        || fc1 & ieee80211::FC1_PROTECTED != 0
-    {
+    match wlan::body(b, off, li.end as usize, swapped_fc) {
+        Ok(Body::Llc(at)) => llc(b, at, li, an),
+        // An A-MSDU: the first subframe is the frame's network layer (see `wlan`).
+        Ok(Body::Amsdu(at)) => match wlan::first_msdu(b, at, li.end as usize) {
+            Ok((msdu, end)) => {
+                li.end = end as u32;
+                llc(b, msdu, li, an)
+            }
+            Err(a) => {
+                an.insert(a);
+                li.l3_off = li.end;
+                li
+            }
+        },
         // management, control, null data, or protected: no network layer to read
-        li.l3_off = li.end;
-        return li;
-    }
-    let mut hlen = ieee80211::BASE_LEN;
-    if fc1 & ieee80211::FC1_DS_BITS == ieee80211::FC1_DS_BITS {
-        hlen += ieee80211::ADDR4_LEN;
-    }
-    if subtype & ieee80211::SUBTYPE_QOS != 0 {
-        hlen += ieee80211::QOS_LEN;
-        if fc1 & ieee80211::FC1_ORDER != 0 {
-            hlen += ieee80211::HT_CONTROL_LEN;
+        Ok(Body::None) => {
+            li.l3_off = li.end;
+            li
+        }
+        Err(a) => {
+            an.insert(a);
+            // (A frame cut inside its frame control field has no header to skip.)
+            if b.len() > off + 1 {
+                li.l3_off = li.end;
+            }
+            li
         }
     }
-    let l = off + hlen;
-    if b.len().min(li.end as usize) < l {
-        an.insert(Anomaly::LinkTruncated);
-        li.l3_off = li.end;
-        return li;
-    }
-    llc(b, l, li, an)
 }
 
 fn nflog(b: &[u8], mut li: LinkInfo, an: &mut Anomalies) -> LinkInfo {

@@ -1,9 +1,9 @@
 //! QUIC long headers (RFC 9000 §17.2, RFC 9369 §3.2 for version 2): the version and the
 //! connection ids of each long-header packet a UDP datagram carries (several may be
 //! coalesced, RFC 9000 §12.2). Short-header packets carry no version and a connection
-//! id whose length only the connection knows: they are not read (tshark shows their
-//! DCID from the connection's state). Payloads are encrypted: nothing past the header is
-//! read.
+//! id whose length only the connection knows: [`short_header_dcid`] reads it given that
+//! length (`tracekit-flow`'s `QuicConnections` learns it from the long headers, as
+//! tshark does). Payloads are encrypted: nothing past the header is read.
 //!
 //! ```
 //! use tracekit_decode::quic;
@@ -25,6 +25,8 @@ mod field {
     pub const DCID: usize = 6;
     /// The form bit of the first byte: a long header.
     pub const LONG_FORM: u8 = 0x80;
+    /// Where a short header's destination connection id starts.
+    pub const SHORT_DCID: usize = 1;
     /// Connection ids are at most 20 bytes in versions 1 and 2.
     pub const MAX_CID: usize = 20;
 }
@@ -176,6 +178,34 @@ impl<'a> LongHeaders<'a> {
     }
 }
 
+impl<'a> LongHeaders<'a> {
+    /// The bytes after the long-header packets iterated so far; once the iteration has
+    /// ended, what follows the last of them (empty, or a short-header packet coalesced
+    /// after them, or bytes that do not parse).
+    pub fn remainder(&self) -> &'a [u8] {
+        self.rest
+    }
+}
+
+/// The destination connection id of the short-header (1-RTT) packet `b` starts with,
+/// given the connection id length its connection uses; `None` when `b` does not start
+/// with a short header (form bit clear) of that many bytes. (The fixed bit is not
+/// checked: peers may grease it, RFC 9287, and tshark reads such packets.)
+///
+/// ```
+/// use tracekit_decode::quic;
+/// let d = [0x43, 1, 2, 3, 4, 5, 6, 7, 8, 0xee, 0xee];
+/// assert_eq!(quic::short_header_dcid(&d, 8), Some(&[1, 2, 3, 4, 5, 6, 7, 8][..]));
+/// assert_eq!(quic::short_header_dcid(&[0xc3, 0, 0], 2), None); // a long header
+/// ```
+pub fn short_header_dcid(b: &[u8], dcid_len: usize) -> Option<&[u8]> {
+    let first = u8_at(b, field::FIRST)?;
+    if first & field::LONG_FORM != 0 || dcid_len > field::MAX_CID {
+        return None;
+    }
+    b.get(field::SHORT_DCID..field::SHORT_DCID + dcid_len)
+}
+
 impl<'a> Iterator for LongHeaders<'a> {
     type Item = LongHeader<'a>;
 
@@ -185,10 +215,8 @@ impl<'a> Iterator for LongHeaders<'a> {
                 self.rest = next.and_then(|n| self.rest.get(n..)).unwrap_or(&[]);
                 Some(h)
             }
-            None => {
-                self.rest = &[];
-                None
-            }
+            // What is left (a short-header packet, say) stays for `remainder`.
+            None => None,
         }
     }
 }

@@ -1,5 +1,5 @@
 //! TLS handshakes in a TCP payload: the ClientHello's and ServerHello's version, server
-//! name (SNI), ALPN protocols, and the JA3 fingerprint string — what monitoring and IDS
+//! name (SNI), ALPN protocols, and the JA3 and JA4 fingerprints — what monitoring and IDS
 //! users filter and count on. Views over the payload's bytes: nothing is copied or
 //! allocated, and a message cut by the capture or the segment gives what its bytes hold.
 //!
@@ -31,9 +31,16 @@
 //! let mut ja3 = String::new();
 //! hello.ja3(&mut ja3);
 //! assert_eq!(ja3, "771,4865,0,,");
+//! // JA4: TLS 1.2, a server name, 1 suite, 1 extension, no ALPN; the extension hash
+//! // leaves server_name out, so its list is empty.
+//! let mut ja4 = String::new();
+//! hello.ja4(&mut ja4);
+//! assert!(ja4.starts_with("t12d010100_") && ja4.ends_with("_000000000000"));
 //! ```
 
 use std::fmt::Write;
+
+use crate::sha256::Sha256;
 
 /// Byte ranges of a record header (RFC 8446 §5.1).
 mod record {
@@ -80,8 +87,12 @@ pub mod ext {
     pub const SUPPORTED_GROUPS: u16 = 10;
     /// ec_point_formats (RFC 8422).
     pub const EC_POINT_FORMATS: u16 = 11;
+    /// signature_algorithms (RFC 8446 §4.2.3).
+    pub const SIGNATURE_ALGORITHMS: u16 = 13;
     /// application_layer_protocol_negotiation (RFC 7301).
     pub const ALPN: u16 = 16;
+    /// supported_versions (RFC 8446 §4.2.1).
+    pub const SUPPORTED_VERSIONS: u16 = 43;
 }
 
 /// Whether a payload starts like a TLS record that can lead to a handshake (a
@@ -339,6 +350,211 @@ impl<'a> Hello<'a> {
             .map_or(&[][..], |(l, _)| l);
         joined(out, &mut formats.iter().map(|&f| u16::from(f)));
     }
+}
+
+/// JA4 (FoxIO's TLS client fingerprint, `technical_details/JA4.md` of
+/// github.com/FoxIO-LLC/ja4), for TLS over TCP.
+impl<'a> Hello<'a> {
+    /// The `u16` values of the 2-byte-length vector that extension `kind` holds (1-byte
+    /// length when `short`).
+    fn u16_list(&self, kind: u16, short: bool) -> impl Iterator<Item = u16> + use<'a> {
+        let list = self
+            .extension(kind)
+            .and_then(|d| vector(d, 0, if short { 1 } else { 2 }))
+            .map_or(&[][..], |(l, _)| l);
+        list.chunks_exact(2)
+            .map(|c| u16::from_be_bytes([c[0], c[1]]))
+    }
+
+    /// The signature algorithms a ClientHello offers, in order (GREASE included).
+    pub fn signature_algorithms(&self) -> impl Iterator<Item = u16> + use<'a> {
+        self.u16_list(ext::SIGNATURE_ALGORITHMS, false)
+    }
+
+    /// The TLS version JA4 reports: the highest of the supported_versions extension
+    /// (GREASE left out), else the hello's legacy version.
+    /// (In a ServerHello the extension holds the one version chosen.)
+    pub fn ja4_version(&self) -> u16 {
+        if !self.client {
+            let chosen = self
+                .extension(ext::SUPPORTED_VERSIONS)
+                .and_then(|d| be16(d, 0));
+            return chosen.unwrap_or_else(|| self.version());
+        }
+        let supported = self
+            .u16_list(ext::SUPPORTED_VERSIONS, true)
+            .filter(|v| !is_grease(*v))
+            .max();
+        supported.unwrap_or_else(|| self.version())
+    }
+
+    /// JA4's first part for a ClientHello (`None` for a ServerHello), ten ASCII bytes:
+    /// `t`, the version (`13`, `12`, ..., `00` when unknown), `d` with a server_name
+    /// extension or `i`, the cipher suite and extension counts (GREASE left out, at most
+    /// 99), and the first and last characters of the first ALPN value (`00` without one).
+    pub fn ja4_a(&self) -> Option<[u8; 10]> {
+        if !self.client {
+            return None;
+        }
+        let version: &[u8; 2] = match self.ja4_version() {
+            0x0304 => b"13",
+            0x0303 => b"12",
+            0x0302 => b"11",
+            0x0301 => b"10",
+            0x0300 => b"s3",
+            0x0002 => b"s2",
+            0xfeff => b"d1",
+            0xfefd => b"d2",
+            0xfefc => b"d3",
+            _ => b"00",
+        };
+        let sni = self.extension(ext::SERVER_NAME).is_some();
+        let count = |n: usize| {
+            let n = n.min(99) as u8;
+            [b'0' + n / 10, b'0' + n % 10]
+        };
+        let ciphers = count(self.cipher_suites().filter(|v| !is_grease(*v)).count());
+        let exts = count(self.extensions().filter(|(t, _)| !is_grease(*t)).count());
+        let alpn = ja4_alpn(self.alpn().next().unwrap_or(&[]));
+        let mut a = [0u8; 10];
+        a[0] = b't';
+        a[1..3].copy_from_slice(version);
+        a[3] = if sni { b'd' } else { b'i' };
+        a[4..6].copy_from_slice(&ciphers);
+        a[6..8].copy_from_slice(&exts);
+        a[8..10].copy_from_slice(&alpn);
+        Some(a)
+    }
+
+    /// The cipher suites JA4 hashes (GREASE left out), sorted, as `,`-joined 4-digit hex,
+    /// handed to `emit` piece by piece; whether there were any.
+    fn ja4_b(&self, emit: &mut dyn FnMut(&[u8])) -> bool {
+        with_sorted(self.cipher_suites().filter(|v| !is_grease(*v)), |v| {
+            emit_hex_list(v, emit);
+            !v.is_empty()
+        })
+    }
+
+    /// The extensions JA4 hashes (GREASE, server_name and ALPN left out), sorted, then
+    /// `_` and the signature algorithms in their order, if there are any; whether there
+    /// were any extensions.
+    fn ja4_c(&self, emit: &mut dyn FnMut(&[u8])) -> bool {
+        let kinds = self
+            .extensions()
+            .map(|(t, _)| t)
+            .filter(|t| !is_grease(*t) && *t != ext::SERVER_NAME && *t != ext::ALPN);
+        let any = with_sorted(kinds, |v| {
+            emit_hex_list(v, emit);
+            !v.is_empty()
+        });
+        let mut algorithms = self.signature_algorithms().filter(|v| !is_grease(*v));
+        if let Some(first) = algorithms.next() {
+            emit(b"_");
+            emit(&hex4(first));
+            for v in algorithms {
+                emit(b",");
+                emit(&hex4(v));
+            }
+        }
+        any
+    }
+
+    /// Appends the JA4 fingerprint of a ClientHello (nothing for a ServerHello), e.g.
+    /// `t13d1516h2_8daaf6152771_e5627efa2ab1`: [`ja4_a`](Self::ja4_a), then the first 12
+    /// hex digits of the SHA-256 of the sorted cipher suites and of the sorted extensions
+    /// with the signature algorithms (`000000000000` for an empty list), as newer
+    /// Wireshark's `tls.handshake.ja4` shows it. Nothing is allocated but `out`'s growth.
+    pub fn ja4(&self, out: &mut String) {
+        let Some(a) = self.ja4_a() else {
+            return;
+        };
+        out.extend(a.iter().map(|&c| char::from(c)));
+        hashed_part(out, |emit| self.ja4_b(emit));
+        hashed_part(out, |emit| self.ja4_c(emit));
+    }
+
+    /// Appends JA4's raw form (`ja4_r`): the lists [`ja4`](Self::ja4) hashes, as they are.
+    pub fn ja4_raw(&self, out: &mut String) {
+        let Some(a) = self.ja4_a() else {
+            return;
+        };
+        out.extend(a.iter().map(|&c| char::from(c)));
+        let mut emit = |piece: &[u8]| out.extend(piece.iter().map(|&c| char::from(c)));
+        emit(b"_");
+        self.ja4_b(&mut emit);
+        emit(b"_");
+        self.ja4_c(&mut emit);
+    }
+}
+
+/// Appends `_` and the first 12 hex digits of the SHA-256 of what `run` emits, or
+/// `000000000000` when it says its list was empty.
+fn hashed_part(out: &mut String, run: impl FnOnce(&mut dyn FnMut(&[u8])) -> bool) {
+    let mut h = Sha256::new();
+    let any = run(&mut |piece| h.update(piece));
+    out.push('_');
+    if any {
+        for b in &h.finish()[..6] {
+            let _ = write!(out, "{b:02x}");
+        }
+    } else {
+        out.push_str("000000000000");
+    }
+}
+
+/// JA4's two ALPN characters: the first and last of the value when both are ASCII
+/// letters or digits, else the first and last hex digits of the value; `00` for none.
+fn ja4_alpn(v: &[u8]) -> [u8; 2] {
+    let (Some(&first), Some(&last)) = (v.first(), v.last()) else {
+        return *b"00";
+    };
+    if first.is_ascii_alphanumeric() && last.is_ascii_alphanumeric() {
+        [first, last]
+    } else {
+        const HEX: &[u8; 16] = b"0123456789abcdef";
+        [HEX[usize::from(first >> 4)], HEX[usize::from(last & 0xf)]]
+    }
+}
+
+fn hex4(v: u16) -> [u8; 4] {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let n = |shift: u16| HEX[usize::from((v >> shift) & 0xf)];
+    [n(12), n(8), n(4), n(0)]
+}
+
+fn emit_hex_list(values: &[u16], emit: &mut dyn FnMut(&[u8])) {
+    for (i, v) in values.iter().enumerate() {
+        if i > 0 {
+            emit(b",");
+        }
+        emit(&hex4(*v));
+    }
+}
+
+/// Runs `f` on `values` sorted: in a stack buffer for the usual lists, on the heap only
+/// for longer ones (a hello can list up to 32,767 values).
+fn with_sorted<T>(values: impl Iterator<Item = u16>, f: impl FnOnce(&[u16]) -> T) -> T {
+    const STACK: usize = 128;
+    let mut buf = [0u16; STACK];
+    let mut n = 0;
+    let mut values = values.peekable();
+    while n < STACK {
+        match values.next() {
+            Some(v) => {
+                buf[n] = v;
+                n += 1;
+            }
+            None => break,
+        }
+    }
+    if values.peek().is_none() {
+        let v = &mut buf[..n];
+        v.sort_unstable();
+        return f(v);
+    }
+    let mut v: Vec<u16> = buf.iter().copied().chain(values).collect();
+    v.sort_unstable();
+    f(&v)
 }
 
 /// Iterator over a hello's extensions (see [`Hello::extensions`]).

@@ -1,5 +1,7 @@
 //! Tunnels: which encapsulation a packet's transport layer carries (IP-in-IP, GRE, and
-//! VXLAN, Geneve and GTP-U over UDP) and where the encapsulated packet starts.
+//! VXLAN, Geneve, GTP-U, CAPWAP and LWAPP over UDP) and where the encapsulated packet
+//! starts. Some (CAPWAP and LWAPP control messages, DTLS-protected CAPWAP, non-first
+//! CAPWAP fragments) are recognised but carry no packet to decode.
 
 use tracekit_core::LinkType;
 
@@ -23,6 +25,10 @@ pub struct TunnelPorts {
     pub gtpu: u16,
     /// CAPWAP data channel (IANA 5247).
     pub capwap_data: u16,
+    /// CAPWAP control channel (IANA 5246).
+    pub capwap_control: u16,
+    /// LWAPP (Cisco's pre-CAPWAP tunnel; 12222 and 12223, as Wireshark registers them).
+    pub lwapp: [u16; 2],
 }
 
 impl Default for TunnelPorts {
@@ -32,6 +38,8 @@ impl Default for TunnelPorts {
             geneve: 6081,
             gtpu: 2152,
             capwap_data: 5247,
+            capwap_control: 5246,
+            lwapp: [12222, 12223],
         }
     }
 }
@@ -72,12 +80,83 @@ pub enum Tunnel<'a> {
         wbid: u8,
         /// The T bit: the payload is in the binding's native format (802.11), not 802.3.
         native: bool,
+        /// Set when the packet carries one fragment of the frame (the F bit). The
+        /// decoder does not reassemble: the first fragment's frame is decoded as far as
+        /// its bytes go (with [`crate::Anomaly::TunnelFragment`]), later fragments not
+        /// at all.
+        fragment: Option<TunnelFragment>,
+    },
+    /// A CAPWAP control channel message (UDP 5246): no packet inside.
+    CapwapControl {
+        /// The message type: the IANA enterprise number in the top 24 bits (0 for
+        /// RFC 5415's own), the enterprise's type in the low 8, as tshark's
+        /// `capwap.control.header.message_type` shows it.
+        message_type: u32,
+        /// The sequence number.
+        sequence: u8,
+    },
+    /// A DTLS-protected CAPWAP channel (preamble type 1): nothing readable inside.
+    CapwapDtls {
+        /// Whether it is the control channel (UDP 5246) rather than the data channel.
+        control: bool,
+    },
+    /// LWAPP, Cisco's pre-CAPWAP tunnel (UDP 12222 and 12223): 802.11 frames, or a
+    /// control message (no packet inside).
+    Lwapp {
+        /// The control message type, for control messages (the C bit).
+        control_type: Option<u8>,
     },
 }
 
-/// A tunnel, the offset of the encapsulated packet in the captured bytes, and how that
-/// packet is framed.
-pub(crate) type Found<'a> = (Tunnel<'a>, usize, Framing);
+/// Where a tunnel fragment sits in the frame it is part of.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TunnelFragment {
+    /// The fragment id, common to the fragments of one frame.
+    pub id: u16,
+    /// The offset of this fragment's bytes in the frame, in bytes.
+    pub offset: u32,
+    /// Whether this is the last fragment (the L bit).
+    pub last: bool,
+}
+
+/// A tunnel found in a packet.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Found<'a> {
+    pub tunnel: Tunnel<'a>,
+    /// The offset of the encapsulated packet in the captured bytes and how it is
+    /// framed; `None` when the tunnel carries none (control messages, DTLS, non-first
+    /// fragments).
+    pub inner: Option<(usize, Framing)>,
+    /// The encapsulated packet is the first fragment of a frame (its length on the wire
+    /// is unknown).
+    pub first_fragment: bool,
+}
+
+impl<'a> Found<'a> {
+    fn new(tunnel: Tunnel<'a>, at: usize, framing: Framing) -> Found<'a> {
+        Found {
+            tunnel,
+            inner: Some((at, framing)),
+            first_fragment: false,
+        }
+    }
+
+    fn empty(tunnel: Tunnel<'a>) -> Found<'a> {
+        Found {
+            tunnel,
+            inner: None,
+            first_fragment: false,
+        }
+    }
+
+    /// The same, `len` bytes further into the packet.
+    fn after(mut self, len: usize) -> Found<'a> {
+        if let Some((at, _)) = &mut self.inner {
+            *at += len;
+        }
+        self
+    }
+}
 
 /// The tunnel that the transport bytes `b` (at `n.l4_off`) carry, if any; damage to a
 /// tunnel header is noted in `an`.
@@ -89,7 +168,7 @@ pub(crate) fn find<'a>(
 ) -> Option<Found<'a>> {
     let l4 = n.l4_off as usize;
     match n.proto {
-        ip_proto::IPIP | ip_proto::IPV6 => Some((
+        ip_proto::IPIP | ip_proto::IPV6 => Some(Found::new(
             Tunnel::IpInIp { protocol: n.proto },
             l4,
             Framing::Link(LinkType::RAW),
@@ -104,7 +183,7 @@ pub(crate) fn find<'a>(
                 }
                 p => Framing::Ethertype(p),
             };
-            Some((Tunnel::Gre(h), l4 + h.header_len(), framing))
+            Some(Found::new(Tunnel::Gre(h), l4 + h.header_len(), framing))
         }
         ip_proto::UDP => {
             let h = UdpHeader::new_checked(b).ok()?;
@@ -118,12 +197,20 @@ pub(crate) fn find<'a>(
             } else if on(ports.gtpu) {
                 gtpu(body)
             } else if on(ports.capwap_data) {
-                capwap(body)
+                capwap(body, false)
+            } else if on(ports.capwap_control) {
+                capwap(body, true)
+            } else if on(ports.lwapp[0]) || on(ports.lwapp[1]) {
+                // Wireshark reads an AP identity first in datagrams to the second port.
+                lwapp(body, dp == ports.lwapp[1])
             } else {
                 return None;
             };
-            let (t, len, framing) = an.noted(found)??;
-            Some((t, l4 + UdpHeader::LEN + len, framing))
+            let found = an.noted(found)??;
+            if found.first_fragment {
+                an.insert(Anomaly::TunnelFragment);
+            }
+            Some(found.after(l4 + UdpHeader::LEN))
         }
         _ => None,
     }
@@ -149,7 +236,11 @@ fn vxlan(b: &[u8]) -> UdpTunnel {
         return Err(Anomaly::TunnelMalformed);
     }
     let t = Tunnel::Vxlan { vni: word >> 8 };
-    Ok(Some((t, vxlan::LEN, Framing::Ethertype(ethertype::TEB))))
+    Ok(Some(Found::new(
+        t,
+        vxlan::LEN,
+        Framing::Ethertype(ethertype::TEB),
+    )))
 }
 
 mod geneve {
@@ -176,7 +267,7 @@ fn geneve(b: &[u8]) -> UdpTunnel {
         vni: word >> 8,
         protocol,
     };
-    Ok(Some((t, len, Framing::Ethertype(protocol))))
+    Ok(Some(Found::new(t, len, Framing::Ethertype(protocol))))
 }
 
 /// Aruba's 802.11-in-GRE protocol types.
@@ -188,26 +279,42 @@ mod aruba {
 
 /// The CAPWAP header (RFC 5415 §4.3).
 mod capwap {
-    /// Preamble: version (4 bits, 0) and type (4 bits, 0: a CAPWAP header follows).
+    /// Preamble: version (4 bits, 0) and type (4 bits, 0: a CAPWAP header follows; 1: a
+    /// DTLS record follows).
     pub const PREAMBLE: usize = 0;
+    pub const PREAMBLE_DTLS: u8 = 1;
     /// HLEN (5 bits), RID (5), WBID (5), T, F, L, W, M, K, flags (3).
     pub const BITS: usize = 0;
+    /// Fragment id (16 bits), fragment offset (13 bits, in 8-byte units), reserved (3).
+    pub const FRAGMENT: usize = 4;
     pub const FIXED_LEN: usize = 8;
     pub const HLEN_SHIFT: u32 = 19;
     pub const WBID_SHIFT: u32 = 9;
     pub const T: u32 = 1 << 8;
     pub const F: u32 = 1 << 7;
+    pub const L: u32 = 1 << 6;
+    pub const FRAGMENT_OFFSET_SHIFT: u32 = 3;
+    pub const FRAGMENT_UNIT: u32 = 8;
     /// Wireless binding 1: IEEE 802.11.
     pub const WBID_IEEE80211: u8 = 1;
+    /// The control header after the CAPWAP header: message type (4 bytes), sequence
+    /// number, message element length (2), flags.
+    pub const CONTROL_MESSAGE_TYPE: usize = 0;
+    pub const CONTROL_SEQUENCE: usize = 4;
+    pub const CONTROL_LEN: usize = 8;
 }
 
-fn capwap(b: &[u8]) -> UdpTunnel {
+fn capwap(b: &[u8], control: bool) -> UdpTunnel {
     let preamble = u8_at(b, capwap::PREAMBLE).ok_or(Anomaly::TunnelTruncated)?;
-    let bits = be32(b, capwap::BITS).ok_or(Anomaly::TunnelTruncated)?;
+    if preamble == capwap::PREAMBLE_DTLS {
+        return Ok(Some(Found::empty(Tunnel::CapwapDtls { control })));
+    }
     if preamble != 0 {
-        // A DTLS-protected data channel (type 1) or another version: nothing to read.
+        // Another version or type: nothing to read.
         return Ok(None);
     }
+    let bits = be32(b, capwap::BITS).ok_or(Anomaly::TunnelTruncated)?;
+    let frag = be32(b, capwap::FRAGMENT).ok_or(Anomaly::TunnelTruncated)?;
     let len = ((bits >> capwap::HLEN_SHIFT) & 0x1f) as usize * 4;
     let wbid = ((bits >> capwap::WBID_SHIFT) & 0x1f) as u8;
     let native = bits & capwap::T != 0;
@@ -217,16 +324,82 @@ fn capwap(b: &[u8]) -> UdpTunnel {
     if b.len() < len {
         return Err(Anomaly::TunnelTruncated);
     }
-    if bits & capwap::F != 0 {
-        // A fragment: the frame is whole only once reassembled.
-        return Ok(None);
+    if control {
+        let (Some(message_type), Some(sequence)) = (
+            be32(b, len + capwap::CONTROL_MESSAGE_TYPE),
+            u8_at(b, len + capwap::CONTROL_SEQUENCE),
+        ) else {
+            return Err(Anomaly::TunnelTruncated);
+        };
+        if b.len() < len + capwap::CONTROL_LEN {
+            return Err(Anomaly::TunnelTruncated);
+        }
+        return Ok(Some(Found::empty(Tunnel::CapwapControl {
+            message_type,
+            sequence,
+        })));
+    }
+    let fragment = (bits & capwap::F != 0).then_some(TunnelFragment {
+        id: (frag >> 16) as u16,
+        offset: ((frag & 0xffff) >> capwap::FRAGMENT_OFFSET_SHIFT) * capwap::FRAGMENT_UNIT,
+        last: bits & capwap::L != 0,
+    });
+    let t = Tunnel::Capwap {
+        wbid,
+        native,
+        fragment,
+    };
+    if fragment.is_some_and(|f| f.offset != 0) {
+        // A later fragment: its bytes continue a frame that starts in another packet.
+        return Ok(Some(Found::empty(t)));
     }
     let framing = match (native, wbid) {
         (false, _) => Framing::Ethertype(ethertype::TEB),
         (true, capwap::WBID_IEEE80211) => Framing::Ieee80211SwappedFc,
         (true, _) => return Ok(None),
     };
-    Ok(Some((Tunnel::Capwap { wbid, native }, len, framing)))
+    let mut found = Found::new(t, len, framing);
+    found.first_fragment = fragment.is_some();
+    Ok(Some(found))
+}
+
+/// The LWAPP header (draft-ohara-capwap-lwapp): flags, fragment id, length, RSSI, SNR;
+/// in datagrams to the control port, the access point's MAC address first.
+mod lwapp {
+    pub const AP_IDENTITY_LEN: usize = 6;
+    /// Version (2 bits), radio slot (3), C (control message), F (fragment), FT.
+    pub const FLAGS: usize = 0;
+    pub const FLAG_C: u8 = 0x04;
+    pub const LEN: usize = 6;
+    /// The control header: message type, sequence number, length (2), session id (4).
+    pub const CONTROL_TYPE: usize = 0;
+}
+
+fn lwapp(b: &[u8], ap_identity: bool) -> UdpTunnel {
+    let at = if ap_identity {
+        lwapp::AP_IDENTITY_LEN
+    } else {
+        0
+    };
+    let flags = u8_at(b, at + lwapp::FLAGS).ok_or(Anomaly::TunnelTruncated)?;
+    let body = at + lwapp::LEN;
+    if b.len() < body {
+        return Err(Anomaly::TunnelTruncated);
+    }
+    if flags & lwapp::FLAG_C != 0 {
+        let control_type = u8_at(b, body + lwapp::CONTROL_TYPE).ok_or(Anomaly::TunnelTruncated)?;
+        return Ok(Some(Found::empty(Tunnel::Lwapp {
+            control_type: Some(control_type),
+        })));
+    }
+    // 802.11 with its frame control in the usual order: Wireshark's `lwapp.swap_fc`
+    // is off by default (unlike CAPWAP's).
+    let t = Tunnel::Lwapp { control_type: None };
+    Ok(Some(Found::new(
+        t,
+        body,
+        Framing::Link(LinkType::IEEE802_11),
+    )))
 }
 
 mod gtpu {
@@ -278,7 +451,7 @@ fn gtpu(b: &[u8]) -> UdpTunnel {
     if b.len() < len {
         return Err(Anomaly::TunnelTruncated);
     }
-    Ok(Some((
+    Ok(Some(Found::new(
         Tunnel::GtpU { teid },
         len,
         Framing::Link(LinkType::RAW),

@@ -328,6 +328,19 @@ fn cases() -> Vec<(Anomaly, Vec<u8>, Option<usize>, LinkType)> {
         deep.ipv4(v4().protocol(4));
     }
     v.push((Anomaly::TunnelTooDeep, deep.build(), None, e));
+    // A CAPWAP data packet (UDP 5247) with the F bit: the first fragment of an 802.3
+    // frame (HLEN 2 words, fragment id 7, offset 0).
+    let mut capwap = vec![0x00, 0x10, 0x00, 0x80, 0, 7, 0, 0];
+    capwap.extend([2, 0, 0, 0, 0, 3, 2, 0, 0, 0, 0, 4, 0x08, 0x00]);
+    v.push((
+        Anomaly::TunnelFragment,
+        eth_ipv4(v4())
+            .udp(Udp::new(1000, 5247))
+            .payload(&capwap)
+            .build(),
+        None,
+        e,
+    ));
     v
 }
 

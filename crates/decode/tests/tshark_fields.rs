@@ -10,11 +10,14 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Command;
 
+use tracekit::flow::QuicConnections;
 use tracekit_decode::Decoded;
-use tracekit_decode::fields::{Field, write_field};
+use tracekit_decode::fields::{Field, write_field_with};
 use tracekit_testdata::{corpus, have, manifest};
 
-/// The fields compared, and how tshark's value is derived for each.
+/// The fields compared, and how tshark's value is derived for each. (`tls.handshake.ja4`
+/// is not among them: tshark 4.0 does not have it; `tests/ja4.rs` compares it with
+/// FoxIO's reference implementation instead.)
 const FIELDS: &[Field] = &[
     Field::FrameNumber,
     Field::FrameTimeEpoch,
@@ -32,6 +35,7 @@ const FIELDS: &[Field] = &[
     Field::IpFlagsMf,
     Field::VlanId,
     Field::Ieee8021adId,
+    Field::IslVlanId,
     Field::DnsQryName,
     Field::DnsRcode,
     Field::DnsA,
@@ -53,6 +57,8 @@ const FIELDS: &[Field] = &[
     Field::DhcpHostname,
     Field::DhcpType,
     Field::GtpTeid,
+    Field::CapwapMessageType,
+    Field::LwappControlType,
     Field::NdNsTarget,
     Field::NdNaTarget,
     Field::QuicVersion,
@@ -86,6 +92,7 @@ const TSHARK_FIELDS: &[&str] = &[
     "ip.flags.mf",
     "vlan.id",
     "ieee8021ad.id",
+    "isl.vlan_id",
     "dns.qry.name",
     "dns.flags.rcode",
     "dns.a",
@@ -107,6 +114,8 @@ const TSHARK_FIELDS: &[&str] = &[
     "dhcp.option.hostname",
     "dhcp.option.dhcp",
     "gtp.teid",
+    "capwap.control.header.message_type",
+    "lwapp.control.type",
     "icmpv6.nd.ns.target_address",
     "icmpv6.nd.na.target_address",
     "quic.version",
@@ -218,6 +227,7 @@ fn expected(row: &BTreeMap<&'static str, Vec<String>>, field: Field) -> String {
         Field::IpFlagsMf if outer_ip == "ip" => first("ip.flags.mf"),
         Field::VlanId => get("vlan.id").join(","),
         Field::Ieee8021adId => get("ieee8021ad.id").join(","),
+        Field::IslVlanId => first("isl.vlan_id"),
         Field::DnsQryName => get("dns.qry.name").join(","),
         Field::DnsRcode => first("dns.flags.rcode"),
         Field::DnsA => get("dns.a").join(","),
@@ -239,6 +249,8 @@ fn expected(row: &BTreeMap<&'static str, Vec<String>>, field: Field) -> String {
         Field::DhcpHostname => first("dhcp.option.hostname"),
         Field::DhcpType => first("dhcp.option.dhcp"),
         Field::GtpTeid => first("gtp.teid"),
+        Field::CapwapMessageType => first("capwap.control.header.message_type"),
+        Field::LwappControlType => first("lwapp.control.type"),
         Field::NdNsTarget => first("icmpv6.nd.ns.target_address"),
         Field::NdNaTarget => first("icmpv6.nd.na.target_address"),
         Field::QuicVersion => get("quic.version").join(","),
@@ -247,22 +259,26 @@ fn expected(row: &BTreeMap<&'static str, Vec<String>>, field: Field) -> String {
     }
 }
 
-/// tracekit's values: one row per packet, one string per field of [`FIELDS`].
+/// tracekit's values: one row per packet, one string per field of [`FIELDS`]. QUIC
+/// connections are followed, as `tracekit fields --reassemble` does (tshark follows
+/// them too), so that short-header packets have their DCID.
 fn tracekit_rows(path: &Path) -> Vec<Vec<String>> {
     let Ok(mut src) = tracekit::open(path.to_str().unwrap()) else {
         return Vec::new();
     };
+    let mut quic = QuicConnections::new(QuicConnections::DEFAULT_MAX);
     let mut rows = Vec::new();
     let mut n = 0;
     while let Ok(Some(p)) = src.next_packet() {
         n += 1;
         let d = Decoded::new(&p);
+        quic.observe(&d);
         rows.push(
             FIELDS
                 .iter()
                 .map(|f| {
                     let mut s = String::new();
-                    write_field(&mut s, *f, n, &p, &d);
+                    write_field_with(&mut s, *f, n, &p, &d, &quic);
                     s
                 })
                 .collect(),

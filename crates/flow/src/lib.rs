@@ -19,6 +19,10 @@
 //!   the flows the table holds when its [`TcpStreams::end`] is called for every flow the
 //!   table ends.
 //! - [`ScanDetector`] is the libtrace paper's Scans analysis on flow records.
+//! - [`QuicConnections`] ([`quic`]) learns QUIC connection ids from long headers, so
+//!   that the DCID of short-header packets can be read, and [`HttpHeads`] ([`http`])
+//!   joins HTTP heads split over TCP segments; [`FieldTracker`] holds both for `tracekit
+//!   fields --reassemble`.
 //!
 //! ```
 //! use tracekit_core::{LinkType, Meta, Packet, Timestamp};
@@ -62,8 +66,10 @@
 #![deny(missing_docs)]
 
 pub mod defrag;
+pub mod http;
 mod key;
 mod order;
+pub mod quic;
 mod scan;
 pub mod stream;
 mod table;
@@ -71,7 +77,9 @@ mod table;
 pub use defrag::{
     DefragAnomaly, DefragConfig, DefragStats, Defragged, Defragmenter, OverlapPolicy,
 };
+pub use http::{FieldTracker, HttpHeads};
 pub use key::{Endpoint, FlowKey, KeyOptions, Side};
+pub use quic::QuicConnections;
 pub use scan::{ScanDetector, Scanner};
 pub use stream::{
     StreamConfig, StreamEnd, StreamEvent, StreamEvents, StreamHandler, StreamStats, TcpStreams,

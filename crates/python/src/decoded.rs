@@ -256,7 +256,8 @@ impl Decoded {
     }
 
     /// The tunnel this level carries: `"ip-in-ip"`, `"gre"`, `"vxlan"`, `"geneve"`,
-    /// `"gtp-u"`, `"capwap"` (`"other"` for kinds newer than this module), or `None`.
+    /// `"gtp-u"`, `"capwap"`, `"capwap-control"`, `"capwap-dtls"`, `"lwapp"` (`"other"`
+    /// for kinds newer than this module), or `None`.
     #[getter]
     fn tunnel(&self) -> Option<&'static str> {
         self.with(|d| {
@@ -267,6 +268,9 @@ impl Decoded {
                 Tunnel::Geneve { .. } => "geneve",
                 Tunnel::GtpU { .. } => "gtp-u",
                 Tunnel::Capwap { .. } => "capwap",
+                Tunnel::CapwapControl { .. } => "capwap-control",
+                Tunnel::CapwapDtls { .. } => "capwap-dtls",
+                Tunnel::Lwapp { .. } => "lwapp",
                 _ => "other",
             })
         })
