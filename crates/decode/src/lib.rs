@@ -72,7 +72,6 @@ pub mod ntp;
 pub mod quic;
 mod radiotap;
 mod sctp;
-mod sha256;
 mod tcp;
 pub mod tls;
 #[macro_use]

@@ -40,7 +40,7 @@
 
 use std::fmt::Write;
 
-use crate::sha256::Sha256;
+use sha2::{Digest, Sha256};
 
 /// Byte ranges of a record header (RFC 8446 §5.1).
 mod record {
@@ -494,7 +494,7 @@ fn hashed_part(out: &mut String, run: impl FnOnce(&mut dyn FnMut(&[u8])) -> bool
     let any = run(&mut |piece| h.update(piece));
     out.push('_');
     if any {
-        for b in &h.finish()[..6] {
+        for b in &h.finalize()[..6] {
             let _ = write!(out, "{b:02x}");
         }
     } else {

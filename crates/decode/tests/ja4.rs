@@ -1,11 +1,10 @@
-//! JA4 against FoxIO's reference implementation (`python/ja4.py` of
-//! github.com/FoxIO-LLC/ja4, which reads the trace through tshark), on every TCP
-//! ClientHello of the corpus; and against the worked example of FoxIO's JA4
-//! specification.
+//! JA4 against an independent implementation on every TCP ClientHello of the corpus,
+//! and against the worked example of FoxIO's JA4 specification.
 //!
-//! The reference is found through `$TRACEKIT_JA4_PY` (the path of `ja4.py`;
-//! `scripts/test` fetches a pinned release). Without it the comparison is skipped with a
-//! message, unless `TRACEKIT_REQUIRE_ORACLES=1`.
+//! The implementation: `ja4plus` (PyPI; `scripts/test` installs it in the test venv and
+//! names it in `$TRACEKIT_JA4PLUS`), or FoxIO's own `python/ja4.py` (github.com/FoxIO-LLC/ja4,
+//! which reads the trace through tshark) when `$TRACEKIT_JA4_PY` names it. Without
+//! either the comparison is skipped with a message, unless `TRACEKIT_REQUIRE_ORACLES=1`.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -91,20 +90,48 @@ fn the_specifications_example() {
     assert_eq!(&hello.ja4_a().unwrap(), b"t13d1516h2");
 }
 
-/// The reference implementation's path, if it can run.
-fn reference() -> Option<PathBuf> {
-    let path = std::env::var_os("TRACEKIT_JA4_PY").map(PathBuf::from);
-    match path.filter(|p| p.exists()) {
-        Some(p) if have("tshark") && have("python3") => Some(p),
-        _ => {
-            assert!(
-                !oracles_required(),
-                "FoxIO's ja4.py is required (TRACEKIT_REQUIRE_ORACLES=1): set TRACEKIT_JA4_PY"
-            );
-            eprintln!("TRACEKIT_JA4_PY not set (FoxIO's ja4.py): skipping this comparison");
-            None
+/// An independent JA4 implementation to compare with.
+enum Reference {
+    /// FoxIO's own `python/ja4.py` (it runs tshark), where `$TRACEKIT_JA4_PY` names it.
+    FoxIo(PathBuf),
+    /// The `ja4plus` command (PyPI `ja4plus`, an implementation of FoxIO's specification
+    /// on scapy), where `$TRACEKIT_JA4PLUS` names it: `scripts/test` installs it in the
+    /// test venv.
+    Ja4plus(PathBuf),
+}
+
+impl Reference {
+    fn name(&self) -> &'static str {
+        match self {
+            Reference::FoxIo(_) => "FoxIO's ja4.py",
+            Reference::Ja4plus(_) => "ja4plus",
         }
     }
+}
+
+/// The reference implementation, if one can run.
+fn reference() -> Option<Reference> {
+    let var = |name: &str| {
+        std::env::var_os(name)
+            .map(PathBuf::from)
+            .filter(|p| p.exists())
+    };
+    if let Some(p) = var("TRACEKIT_JA4_PY")
+        && have("tshark")
+        && have("python3")
+    {
+        return Some(Reference::FoxIo(p));
+    }
+    if let Some(p) = var("TRACEKIT_JA4PLUS") {
+        return Some(Reference::Ja4plus(p));
+    }
+    assert!(
+        !oracles_required(),
+        "a JA4 reference is required (TRACEKIT_REQUIRE_ORACLES=1): set TRACEKIT_JA4PLUS \
+         (pip install ja4plus; scripts/test does) or TRACEKIT_JA4_PY (FoxIO's ja4.py)"
+    );
+    eprintln!("neither TRACEKIT_JA4PLUS nor TRACEKIT_JA4_PY set: skipping this comparison");
+    None
 }
 
 /// (client address, client port, server address, server port).
@@ -156,50 +183,84 @@ fn ours(path: &Path) -> Found {
 
 /// The reference's JA4 values of TLS-over-TCP ClientHellos in the pcap `path`, by
 /// connection.
-fn theirs(ja4_py: &Path, path: &Path) -> BTreeMap<Conn, Vec<String>> {
-    let out = Command::new("python3")
-        .arg(ja4_py)
-        .arg(path)
-        .args(["-J", "--ja4"])
-        .current_dir(ja4_py.parent().unwrap())
-        .output()
-        .expect("python3 runs ja4.py");
+fn theirs(reference: &Reference, path: &Path) -> BTreeMap<Conn, Vec<String>> {
+    let out = match reference {
+        Reference::FoxIo(ja4_py) => Command::new("python3")
+            .arg(ja4_py)
+            .arg(path)
+            .args(["-J", "--ja4"])
+            .current_dir(ja4_py.parent().unwrap())
+            .output(),
+        Reference::Ja4plus(bin) => Command::new(bin)
+            .args(["--format", "json", "--types", "ja4", "analyze"])
+            .arg(path)
+            .output(),
+    }
+    .expect("the JA4 reference runs");
     assert!(
         out.status.success(),
-        "ja4.py failed on {}: {}",
+        "{} failed on {}: {}",
+        reference.name(),
         path.display(),
         String::from_utf8_lossy(&out.stderr)
     );
     let text = String::from_utf8_lossy(&out.stdout);
     let mut found: BTreeMap<Conn, Vec<String>> = BTreeMap::new();
     for v in serde_json::Deserializer::from_str(&text).into_iter::<serde_json::Value>() {
-        let v = v.expect("ja4.py prints JSON objects");
+        let v = v.expect("the reference prints JSON objects");
         let text = |k: &str| v.get(k).and_then(|x| x.as_str()).unwrap_or("").to_string();
-        let port = |k: &str| text(k).parse::<u16>().unwrap_or(0);
-        let conn = (text("src"), port("srcport"), text("dst"), port("dstport"));
-        for i in 1.. {
-            let Some(ja4) = v.get(format!("JA4.{i}")).and_then(|x| x.as_str()) else {
-                break;
-            };
-            found.entry(conn.clone()).or_default().push(ja4.to_string());
+        match reference {
+            Reference::FoxIo(_) => {
+                let port = |k: &str| text(k).parse::<u16>().unwrap_or(0);
+                let conn = (text("src"), port("srcport"), text("dst"), port("dstport"));
+                for i in 1.. {
+                    let Some(ja4) = v.get(format!("JA4.{i}")).and_then(|x| x.as_str()) else {
+                        break;
+                    };
+                    found.entry(conn.clone()).or_default().push(ja4.to_string());
+                }
+            }
+            Reference::Ja4plus(_) => {
+                // TLS over TCP only ("t"): QUIC Initials ("q") need decryption, which
+                // tracekit does not do.
+                let ja4 = text("fingerprint");
+                if text("type") != "ja4" || !ja4.starts_with('t') {
+                    continue;
+                }
+                let port = |k: &str| v.get(k).and_then(|x| x.as_u64()).unwrap_or(0) as u16;
+                let conn = (
+                    text("src_ip"),
+                    port("src_port"),
+                    text("dst_ip"),
+                    port("dst_port"),
+                );
+                found.entry(conn).or_default().push(ja4);
+            }
         }
     }
     found
 }
 
-/// Connections whose ClientHello tshark, and so ja4.py, does not dissect as TLS: tshark
-/// reads TLS on its registered ports only, tracekit on any port by the record header
-/// (the same packets as in `tshark_allow.txt`).
-const UNSEEN: &[&str] = &["ndpi__KakaoTalk_talk.pcap 10.24.82.188:32968"];
+/// Connections whose ClientHello the reference does not see. FoxIO's ja4.py reads
+/// through tshark, which reads TLS on its registered ports only, tracekit on any port by
+/// the record header (the same packets as in `tshark_allow.txt`); ja4plus, like
+/// tracekit, on any port.
+fn unseen_for(reference: &Reference) -> &'static [&'static str] {
+    match reference {
+        Reference::FoxIo(_) => &["ndpi__KakaoTalk_talk.pcap 10.24.82.188:32968"],
+        Reference::Ja4plus(_) => &[],
+    }
+}
 
-/// Every TCP ClientHello tracekit finds in the corpus goes to ja4.py in a pcap of the
-/// packets that carry them (so that the reference reads exactly those packets; its
-/// JA4X code fails on some of the corpus's certificates), and the values must agree.
+/// Every TCP ClientHello tracekit finds in the corpus goes to the reference in a pcap of
+/// the packets that carry them (so that the reference reads exactly those packets;
+/// ja4.py's JA4X code fails on some of the corpus's certificates), and the values must
+/// agree.
 /// (ClientHellos split over TCP segments are not compared: tracekit does not join
 /// them.)
 #[test]
-fn agrees_with_foxio_ja4_py_on_the_corpus() {
-    let Some(ja4_py) = reference() else {
+fn agrees_with_a_reference_implementation_on_the_corpus() {
+    let Some(reference) = reference() else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
@@ -216,7 +277,7 @@ fn agrees_with_foxio_ja4_py_on_the_corpus() {
         for (link, frames) in &packets {
             let pcap = dir.path().join(format!("{}.{link}.pcap", entry.file));
             tracekit_testdata::write_pcap(&pcap, *link, frames);
-            for (conn, v) in self::theirs(&ja4_py, &pcap) {
+            for (conn, v) in self::theirs(&reference, &pcap) {
                 theirs.entry(conn).or_default().extend(v);
             }
         }
@@ -233,12 +294,14 @@ fn agrees_with_foxio_ja4_py_on_the_corpus() {
         }
     }
     eprintln!(
-        "{compared} ClientHellos in {} files agree with ja4.py",
-        files.len()
+        "{compared} ClientHellos in {} files agree with {}",
+        files.len(),
+        reference.name()
     );
     assert_eq!(
-        unseen, UNSEEN,
-        "connections whose ClientHello ja4.py does not see"
+        unseen,
+        unseen_for(&reference),
+        "connections whose ClientHello the reference does not see"
     );
     assert!(compared >= 59, "only {compared} ClientHellos compared");
     assert!(files.contains("ndpi__sites.pcapng"));
