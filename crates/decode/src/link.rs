@@ -5,10 +5,10 @@ use tracekit_core::{ErfType, LinkType};
 
 use crate::anomaly::{Anomalies, Anomaly};
 use crate::bytes::{be16, le16, le32, u8_at};
-use crate::ethernet::{self, MplsLabel, Vlan, ethertype, ppp_to_ethertype};
-use crate::isl;
+use crate::ethernet::{self, EthernetHeader, MplsLabel, Vlan, ethertype, ppp_to_ethertype};
+use crate::isl::{self, IslHeader};
 use crate::radiotap::{self, FLAG_FCS, RadioTap, prism, prism_len};
-use crate::wlan::{self, Body};
+use crate::wlan::{self, AmsduSubframes, Body};
 
 // Byte offsets of the link-layer and shim headers the walk reads, each from the start of
 // its own header.
@@ -936,5 +936,101 @@ impl ShimWalk<'_> {
             }
             _ => 0,
         }
+    }
+}
+
+/// The link-layer accessors of [`Decoded`](crate::Decoded).
+impl<'a> crate::Decoded<'a> {
+    /// The link layer proper, after capture meta headers.
+    pub fn link(&self) -> LinkLayer<'a> {
+        self.link_info().layer(self.data)
+    }
+
+    /// The Ethernet header, when the link layer is Ethernet (including ERF Ethernet and
+    /// Ethernet inside tunnels).
+    pub fn ethernet(&self) -> Option<EthernetHeader<'a>> {
+        let l = self.link();
+        (l.kind == LinkKind::Ethernet)
+            .then(|| EthernetHeader::new_checked(l.bytes).ok())
+            .flatten()
+    }
+
+    /// The Cisco ISL header, when the link layer is an Ethernet frame inside one (then
+    /// [`ethernet`](Self::ethernet) is the encapsulated frame's header, as in tshark).
+    pub fn isl(&self) -> Option<IslHeader<'a>> {
+        let li = self.link_info();
+        if !li.isl {
+            return None;
+        }
+        let at = (li.l2_off as usize).checked_sub(IslHeader::LEN)?;
+        IslHeader::new_checked(self.data.get(at..)?)
+    }
+
+    /// The RadioTap header fields, for RadioTap captures.
+    pub fn radiotap(&self) -> Option<RadioTap> {
+        (self.framing == Framing::Link(LinkType::IEEE802_11_RADIOTAP))
+            .then(|| RadioTap::parse(self.data))
+            .flatten()
+    }
+
+    /// The subframes of an 802.11 A-MSDU (a QoS data frame with the A-MSDU-present
+    /// bit), if the link layer is one; the decoder's own layers (`layer3()`, `tcp()`,
+    /// ...) are those of the first subframe, as [`AmsduSubframe::decode`] gives them for
+    /// the others.
+    ///
+    /// ```
+    /// use tracekit_core::LinkType;
+    /// use tracekit_decode::Decoded;
+    ///
+    /// // QoS data (FC 0x88 0x01), QoS control with bit 7 set, then two subframes:
+    /// // DA, SA, length, LLC/SNAP + IPv4 header (padded to 4), and a bare LLC header.
+    /// let mut f = vec![0x88, 0x01, 0, 0];
+    /// f.extend([2, 0, 0, 0, 0, 1, 2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 3, 0, 0, 0x80, 0]);
+    /// f.extend([2, 0, 0, 0, 0, 4, 2, 0, 0, 0, 0, 5, 0, 28]);
+    /// f.extend([0xaa, 0xaa, 3, 0, 0, 0, 0x08, 0x00]);
+    /// f.extend([0x45, 0, 0, 20, 0, 1, 0, 0, 64, 17, 0, 0, 10, 0, 0, 1, 10, 0, 0, 2, 0, 0]);
+    /// f.extend([2, 0, 0, 0, 0, 6, 2, 0, 0, 0, 0, 7, 0, 3, 0x42, 0x42, 3]);
+    /// let d = Decoded::from_bytes(&f, LinkType::IEEE802_11, f.len() as u32);
+    /// assert_eq!(d.src_addr().unwrap().to_string(), "10.0.0.1");
+    /// let subframes: Vec<_> = d.amsdu().unwrap().collect();
+    /// assert_eq!(subframes.len(), 2);
+    /// assert_eq!((subframes[1].sa(), subframes[1].msdu()), ([2, 0, 0, 0, 0, 7], &[0x42, 0x42, 3][..]));
+    /// ```
+    pub fn amsdu(&self) -> Option<AmsduSubframes<'a>> {
+        let li = self.link_info();
+        if li.kind != LinkKind::Ieee80211 {
+            return None;
+        }
+        // The walk kept the first subframe's end; the frame's is the capture's, less a
+        // RadioTap FCS.
+        let fcs = self
+            .radiotap()
+            .and_then(|r| r.flags)
+            .is_some_and(|f| f & radiotap::FLAG_FCS != 0);
+        let end = if fcs {
+            self.data.len().saturating_sub(4)
+        } else {
+            self.data.len()
+        };
+        let swapped = self.framing == Framing::Ieee80211SwappedFc;
+        match wlan::body(self.data, li.l2_off as usize, end, swapped) {
+            Ok(wlan::Body::Amsdu(at)) => Some(AmsduSubframes::new(self.data.get(at..end)?)),
+            _ => None,
+        }
+    }
+
+    /// The VLAN tags, outermost first.
+    pub fn vlans(&self) -> impl Iterator<Item = Vlan> + use<'a> {
+        vlans(self.data, &self.link_info())
+    }
+
+    /// The MPLS label stack, top first.
+    pub fn mpls_labels(&self) -> impl Iterator<Item = MplsLabel> + use<'a> {
+        mpls_labels(self.data, &self.link_info())
+    }
+
+    /// The EtherType of the network layer (0 when the link layer does not name one).
+    pub fn ethertype(&self) -> u16 {
+        self.link_info().ethertype
     }
 }

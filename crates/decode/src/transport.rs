@@ -1,11 +1,12 @@
 //! The transport layer: which header follows IP, what is wrong with it, and where the
 //! application bytes start.
 
+use crate::Decoded;
 use crate::anomaly::Anomalies;
 use crate::bytes::be16;
 use crate::gre::{self, GreHeader};
 use crate::icmp::{IcmpHeader, Icmpv6Header};
-use crate::net::NetInfo;
+use crate::net::{L4State, NetInfo, NoTransport};
 use crate::sctp::SctpHeader;
 use crate::tcp::TcpHeader;
 use crate::udp::UdpHeader;
@@ -235,4 +236,112 @@ pub(crate) fn payload_wire_len(
         }
     };
     Some(len as u32)
+}
+
+/// The transport-layer accessors of [`Decoded`].
+impl<'a> Decoded<'a> {
+    /// The network walk, and the transport-layer bytes (from the header on, to the end
+    /// of the IP packet or of the capture) if the transport header is in this packet.
+    #[inline]
+    pub(crate) fn l4(&self) -> Option<(NetInfo, &'a [u8])> {
+        let n = self.net();
+        if n.l4 != L4State::Present {
+            return None;
+        }
+        Some((n, self.data.get(n.l4_off as usize..n.avail_end as usize)?))
+    }
+
+    /// The transport layer, if the network layer leads to one (not for non-first
+    /// fragments); [`Decoded::no_transport`] says why when there is none. A header cut
+    /// by the capture is [`Transport::Truncated`].
+    pub fn transport(&self) -> Option<Transport<'a>> {
+        let (n, b) = self.l4()?;
+        Some(self.noting(|an| classify(&n, b, an)))
+    }
+
+    /// Why [`Decoded::transport`] is `None`: `None` when the packet has a transport layer.
+    ///
+    /// ```
+    /// use tracekit_core::{LinkType, Meta, Packet, Timestamp};
+    /// use tracekit_decode::{Decoded, NoTransport};
+    ///
+    /// // IPv4 (raw IP link type), UDP, fragment offset 185 (1,480 bytes), 20 data bytes.
+    /// let mut ip = vec![0x45, 0, 0, 40, 0, 1, 0, 185, 64, 17, 0, 0, 10, 0, 0, 1, 10, 0, 0, 2];
+    /// ip.extend([0u8; 20]);
+    /// let packet = Packet::new(&ip, Meta::new(Timestamp::ZERO, 40, LinkType::RAW));
+    /// let d = Decoded::new(&packet);
+    /// assert!(d.transport().is_none());
+    /// assert_eq!(d.no_transport(), Some(NoTransport::NonFirstFragment));
+    /// assert_eq!(d.fragment_payload_len(), Some(20));
+    /// assert_eq!(d.flow_key(), None); // no ports to key on: not lumped under port 0
+    /// ```
+    pub fn no_transport(&self) -> Option<NoTransport> {
+        let n = self.net();
+        match n.l4 {
+            L4State::Present => None,
+            L4State::Fragment => Some(NoTransport::NonFirstFragment),
+            L4State::Absent => Some(match n.version {
+                0 => match self.link_info().ethertype {
+                    crate::ethertype::IPV4 | crate::ethertype::IPV6 => NoTransport::IpHeaderCut,
+                    _ => NoTransport::NotIp,
+                },
+                6 if n.proto == crate::ipv6::ext::NO_NEXT => NoTransport::NoNextHeader,
+                _ => NoTransport::ExtensionHeadersCut,
+            }),
+        }
+    }
+
+    /// The bytes of the datagram this fragment carries, as its IP header declares them
+    /// (captured or not; after the IPv6 fragment header), if the packet is a fragment
+    /// whose headers were captured. For a first fragment that includes the transport
+    /// header.
+    pub fn fragment_payload_len(&self) -> Option<u32> {
+        let n = self.net();
+        n.frag?;
+        (n.l4 != L4State::Absent).then(|| n.segment_len() as u32)
+    }
+
+    /// The TCP header, if this is a TCP packet (first fragment or unfragmented) with its
+    /// fixed header captured.
+    #[inline]
+    pub fn tcp(&self) -> Option<TcpHeader<'a>> {
+        let (n, b) = self.l4()?;
+        if n.proto != ip_proto::TCP {
+            return None;
+        }
+        self.noting(|an| tcp(&n, b, an))
+    }
+
+    /// Source port (TCP, UDP, SCTP), if the transport header was captured.
+    #[inline]
+    pub fn src_port(&self) -> Option<u16> {
+        let (n, b) = self.l4()?;
+        port(&n, b, SRC_PORT)
+    }
+
+    /// Destination port (TCP, UDP, SCTP), if the transport header was captured.
+    #[inline]
+    pub fn dst_port(&self) -> Option<u16> {
+        let (n, b) = self.l4()?;
+        port(&n, b, DST_PORT)
+    }
+
+    pub(crate) fn payload_range(&self) -> Option<(usize, usize)> {
+        let (n, b) = self.l4()?;
+        self.noting(|an| payload_range(&n, b, an))
+    }
+
+    /// The application bytes after the transport header (clamped to the IP packet and
+    /// to the capture), if the transport header was captured completely.
+    pub fn payload(&self) -> Option<&'a [u8]> {
+        let (s, e) = self.payload_range()?;
+        self.data.get(s..e)
+    }
+
+    /// The length of the application data as the headers declare it (IP length minus
+    /// IP and transport headers; for UDP the UDP length), whatever the capture kept.
+    pub fn payload_wire_len(&self) -> Option<u32> {
+        let (n, b) = self.l4()?;
+        payload_wire_len(&n, b, || self.payload_range())
+    }
 }
