@@ -58,6 +58,9 @@ bin=target/release
 
 full="${BENCH_INPUT:-$out/gen-400000.pcap}"
 snap="${BENCH_INPUT:-$out/gen-400000-snap96.pcap}"
+# tracereport writes its reports into the current directory: the report row runs it in
+# the write directory, so it needs the input by its absolute path.
+full_abs=$(realpath -m "$full")
 if [ -z "${BENCH_INPUT:-}" ]; then
     [ -f "$full" ] || "$bin/tracekit-gen" "$full" 400000 >/dev/null
     [ -f "$snap" ] || "$bin/tracekit" convert --snaplen 96 "$full" "$snap" 2>/dev/null \
@@ -155,7 +158,7 @@ tasks=(
     "split 100k^$tk split --packets 100000 $full $w/split-ours/s.pcap^editcap -c^editcap -c 100000 $full $w/split-theirs/e.pcap^bash -c \"$dg $w/split-ours/*\"^bash -c \"$dg $w/split-theirs/*\""
     "merge halves (96 B)^$tk merge -w $w/smerge-ours.pcap $shalf-000000.pcap $shalf-000001.pcap^mergecap^mergecap -F pcap -w $w/smerge-theirs.pcap $shalf-000000.pcap $shalf-000001.pcap^$dg $w/smerge-ours.pcap^$dg $w/smerge-theirs.pcap"
     "anon^$tk anon --checksums zero -c $key $v4 $w/anon-ours.pcap^traceanon^traceanon -s -d -c $key pcapfile:$v4 pcapfile:$w/anon-theirs.pcap^$dg $w/anon-ours.pcap^$dg $w/anon-theirs.pcap"
-    "report^$tk report --json $full > $w/report.json^tracereport^cd $w && tracereport pcapfile:$full 2>/dev/null^grep -o packets.:[0-9]* $w/report.json | head -1 | tr -dc 0-9^grep -o 'Total Packets: [0-9]*' $w/misc.rpt | tr -dc 0-9"
+    "report^$tk report --json $full > $w/report.json^tracereport^cd $w && tracereport pcapfile:$full_abs 2>/dev/null^grep -o packets.:[0-9]* $w/report.json | awk NR==1 | tr -dc 0-9^grep -o 'Total Packets: [0-9]*' $w/misc.rpt | tr -dc 0-9"
     "split 100k (96 B)^$tk split --packets 100000 $snap $w/ssplit-ours/s.pcap^editcap -c^editcap -c 100000 $snap $w/ssplit-theirs/e.pcap^bash -c \"$dg $w/ssplit-ours/*\"^bash -c \"$dg $w/ssplit-theirs/*\""
     "${peer_rows[@]}"
 )
