@@ -209,6 +209,121 @@ impl<W: Write> Write for Counted<W> {
     }
 }
 
+/// Buffers queued for [`Background`]'s thread at most: with the writer's 256 KiB
+/// buffers, about 1 MiB in flight.
+const QUEUED: usize = 4;
+
+enum Job {
+    Data(Vec<u8>),
+    Flush(std::sync::mpsc::SyncSender<io::Result<()>>),
+}
+
+/// Writes on a thread of its own, so that the destination's write calls (copying into
+/// the page cache, or waiting for a disk or pipe) overlap with the work that fills the
+/// next buffer, as libtrace's writers do. `write` copies the bytes into a recycled
+/// buffer and queues it; a failure shows at the next `write` or `flush`, and nothing is
+/// written after it, so the destination's accepted count (kept by the [`Counted`] writer
+/// on the thread) still says exactly what reached it. Dropping waits for the queue.
+pub(crate) struct Background {
+    jobs: Option<std::sync::mpsc::SyncSender<Job>>,
+    spare: std::sync::mpsc::Receiver<Vec<u8>>,
+    failed: Arc<std::sync::Mutex<Option<io::Error>>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Background {
+    pub(crate) fn new(mut inner: Box<dyn Write + Send>) -> io::Result<Background> {
+        let (jobs, rx) = std::sync::mpsc::sync_channel::<Job>(QUEUED);
+        let (spare_tx, spare) = std::sync::mpsc::sync_channel::<Vec<u8>>(QUEUED + 1);
+        let failed = Arc::new(std::sync::Mutex::new(None::<io::Error>));
+        let failure = Arc::clone(&failed);
+        let thread = std::thread::Builder::new()
+            .name("tracekit-write".into())
+            .spawn(move || {
+                let mut broken = false;
+                for job in rx {
+                    match job {
+                        Job::Data(buf) => {
+                            if !broken && let Err(e) = inner.write_all(&buf) {
+                                broken = true;
+                                if let Ok(mut f) = failure.lock() {
+                                    *f = Some(e);
+                                }
+                            }
+                            let _ = spare_tx.try_send(buf);
+                        }
+                        Job::Flush(ack) => {
+                            let result = if broken {
+                                Err(io::Error::other("an earlier write to the output failed"))
+                            } else {
+                                inner.flush()
+                            };
+                            let _ = ack.send(result);
+                        }
+                    }
+                }
+                let _ = inner.flush();
+            })?;
+        Ok(Background {
+            jobs: Some(jobs),
+            spare,
+            failed,
+            thread: Some(thread),
+        })
+    }
+
+    /// The failure the thread met, once.
+    fn failure(&self) -> io::Result<()> {
+        match self.failed.lock().ok().and_then(|mut f| f.take()) {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
+    fn send(&self, job: Job) -> io::Result<()> {
+        let gone = || io::Error::other("the output's writer thread ended");
+        self.jobs
+            .as_ref()
+            .ok_or_else(gone)?
+            .send(job)
+            .map_err(|_| gone())
+    }
+}
+
+impl Write for Background {
+    fn write(&mut self, data: &[u8]) -> io::Result<usize> {
+        self.failure()?;
+        if data.is_empty() {
+            return Ok(0);
+        }
+        let mut buf = self.spare.try_recv().unwrap_or_default();
+        buf.clear();
+        buf.extend_from_slice(data);
+        self.send(Job::Data(buf))?;
+        Ok(data.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        let (ack, done) = std::sync::mpsc::sync_channel(1);
+        self.send(Job::Flush(ack))?;
+        let result = done
+            .recv()
+            .unwrap_or_else(|_| Err(io::Error::other("the output's writer thread ended")));
+        self.failure()?;
+        result
+    }
+}
+
+impl Drop for Background {
+    fn drop(&mut self) {
+        // The queue is written out before the destination is looked at (salvage, rename).
+        self.jobs = None;
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
 /// A temporary file that becomes the output when renamed; removed if dropped first.
 struct Staging {
     temp: PathBuf,
@@ -474,5 +589,78 @@ mod tests {
             b"abcdef",
             "cut after the last whole packet"
         );
+    }
+
+    /// Takes `room` bytes, then fails like a full disk; what it took is shared.
+    struct Room {
+        room: usize,
+        took: Arc<std::sync::Mutex<Vec<u8>>>,
+    }
+
+    impl Write for Room {
+        fn write(&mut self, data: &[u8]) -> io::Result<usize> {
+            let mut took = self.took.lock().unwrap();
+            let n = data.len().min(self.room - took.len());
+            if n == 0 {
+                return Err(io::Error::from_raw_os_error(28)); // ENOSPC
+            }
+            took.extend_from_slice(&data[..n]);
+            Ok(n)
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn background_writes_in_order_and_reports_a_failure_once_with_the_count_exact() {
+        // In order, everything, counted.
+        let took = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let accepted = Arc::new(AtomicU64::new(0));
+        let counted = Counted {
+            inner: Box::new(Room {
+                room: 1 << 20,
+                took: Arc::clone(&took),
+            }) as Box<dyn Write + Send>,
+            accepted: Arc::clone(&accepted),
+        };
+        let mut w = Background::new(Box::new(counted)).unwrap();
+        let mut want = Vec::new();
+        for i in 0..100u32 {
+            let chunk: Vec<u8> = (0..(i * 37 % 1000)).map(|j| (i + j) as u8).collect();
+            w.write_all(&chunk).unwrap();
+            want.extend(chunk);
+        }
+        w.flush().unwrap();
+        assert_eq!(*took.lock().unwrap(), want);
+        assert_eq!(accepted.load(Ordering::Relaxed), want.len() as u64);
+
+        // A destination that fills up: the failure comes out (at a later write or at the
+        // flush), nothing is written after it, and the count says what went in.
+        let took = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let accepted = Arc::new(AtomicU64::new(0));
+        let counted = Counted {
+            inner: Box::new(Room {
+                room: 1000,
+                took: Arc::clone(&took),
+            }) as Box<dyn Write + Send>,
+            accepted: Arc::clone(&accepted),
+        };
+        let mut w = Background::new(Box::new(counted)).unwrap();
+        let mut failed = None;
+        for _ in 0..10 {
+            if let Err(e) = w.write_all(&[7u8; 300]) {
+                failed = Some(e);
+                break;
+            }
+        }
+        let failed = failed
+            .or_else(|| w.flush().err())
+            .expect("the failure comes out");
+        assert_eq!(failed.raw_os_error(), Some(28), "{failed}");
+        assert!(w.flush().is_err(), "and the output stays failed");
+        drop(w);
+        assert_eq!(took.lock().unwrap().len(), 1000);
+        assert_eq!(accepted.load(Ordering::Relaxed), 1000);
     }
 }

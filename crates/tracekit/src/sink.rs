@@ -11,7 +11,7 @@ use tracekit_io::{CompressOptions, Compression, ParallelWriter};
 use tracekit_pcap::{PcapWriter, PcapWriterOptions};
 use tracekit_pcapng::{PcapngWriter, PcapngWriterOptions};
 
-use crate::destination::{Destination, InputFiles, Kept, Landing, WriteFailure};
+use crate::destination::{Background, Destination, InputFiles, Kept, Landing, WriteFailure};
 use crate::format::Format;
 
 /// The most compression threads an output uses (more are clamped to it): each thread
@@ -257,7 +257,9 @@ pub fn create_checked(
     let (destination, landing) = Destination::open(path, options.in_place)?;
     let file: Box<dyn Write + Send> = Box::new(destination.writer);
     let out = if compression == Compression::None {
-        Output::Plain(file)
+        // Written on a thread of its own (the compressor has its own threads).
+        let background = Background::new(file).map_err(|e| Error::from(e).with_path(path))?;
+        Output::Plain(Box::new(background))
     } else {
         Output::Compressed(ParallelWriter::new(file, compress).map_err(|e| e.with_path(path))?)
     };
