@@ -14,8 +14,10 @@ use crate::net::{Fragment, L4State, NetInfo};
 use crate::tcp::TcpHeader;
 use crate::transport;
 
-/// The IP layer of a [`Decoded`] packet and what follows it; see the
-/// [module documentation](self) and [`Decoded::ip_view`].
+/// The IP layer of a [`Decoded`] packet and what follows it, looked up once
+/// ([`Decoded::ip_view`]): for code that asks several questions of every packet, such as
+/// a flow table. Its answers are those of the `Decoded` accessors of the same names, and
+/// anomalies found on the way are kept in the `Decoded` as they are there.
 ///
 /// ```
 /// use tracekit_core::LinkType;

@@ -975,7 +975,8 @@ impl<'a> crate::Decoded<'a> {
 
     /// The subframes of an 802.11 A-MSDU (a QoS data frame with the A-MSDU-present
     /// bit), if the link layer is one; the decoder's own layers (`layer3()`, `tcp()`,
-    /// ...) are those of the first subframe, as [`AmsduSubframe::decode`] gives them for
+    /// ...) are those of the first subframe, as
+    /// [`AmsduSubframe::decode`](crate::AmsduSubframe::decode) gives them for
     /// the others.
     ///
     /// ```
