@@ -1,30 +1,11 @@
 //! 802.11 A-MSDUs, LWAPP, CAPWAP control and fragments, and Cisco ISL, built byte by
 //! byte (the corpus has none) and compared with tshark field by field.
 
-use std::path::Path;
-use std::process::Command;
-
 use tracekit_core::{LinkType, Meta, Packet, Timestamp};
 use tracekit_decode::fields::{Field, write_field};
 use tracekit_decode::{Anomaly, Decoded, Tunnel};
 use tracekit_testdata::builder::{Ipv4, PacketBuilder, Tcp, Udp};
-use tracekit_testdata::{have, write_pcap};
-
-/// `tshark -T fields` with `options` (each value list `~`-joined, columns `|`-split).
-fn tshark(path: &Path, options: &[&str], fields: &[&str]) -> Vec<Vec<String>> {
-    let mut cmd = Command::new("tshark");
-    cmd.args(["-n", "-r"]).arg(path).args(options);
-    cmd.args(["-T", "fields", "-E", "separator=|", "-E", "aggregator=~"]);
-    cmd.args(["-E", "occurrence=a"]);
-    for f in fields {
-        cmd.args(["-e", f]);
-    }
-    let out = cmd.output().expect("tshark runs");
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .map(|l| l.split('|').map(str::to_string).collect())
-        .collect()
-}
+use tracekit_testdata::{have, tshark_fields_with, write_pcap};
 
 /// Writes `frames` (whole) as a pcap of `link` and asks tshark.
 fn tshark_on(link: u32, frames: &[Vec<u8>], options: &[&str], fields: &[&str]) -> Vec<Vec<String>> {
@@ -32,7 +13,7 @@ fn tshark_on(link: u32, frames: &[Vec<u8>], options: &[&str], fields: &[&str]) -
     let path = dir.path().join("frames.pcap");
     let whole: Vec<(Vec<u8>, usize)> = frames.iter().map(|f| (f.clone(), f.len())).collect();
     write_pcap(&path, link, &whole);
-    let rows = tshark(&path, options, fields);
+    let rows = tshark_fields_with(&path, options, fields);
     assert_eq!(rows.len(), frames.len());
     rows
 }

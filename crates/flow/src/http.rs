@@ -79,7 +79,7 @@ pub struct HttpHeads {
     max: usize,
     evicted: u64,
     current: Current,
-    /// The head the last packet completed (its buffer is reused).
+    /// The head the last packet completed.
     joined: Vec<u8>,
 }
 
@@ -109,13 +109,20 @@ impl HttpHeads {
     /// Follows the TCP segment `d` (call it for every packet, in capture order).
     pub fn observe(&mut self, d: &Decoded<'_>) {
         self.current = Current::Packet;
-        let (Some(tcp), Some(payload)) = (d.tcp(), d.payload()) else {
+        // One look-up of the IP walk for every question below.
+        let Some(v) = d.ip_view() else {
+            return;
+        };
+        let Some(tcp) = v.tcp() else {
+            return;
+        };
+        let (wire_len, Some(payload)) = v.payload_with_wire_len() else {
             return;
         };
         if payload.is_empty() {
             return;
         }
-        let whole = d.payload_wire_len() == Some(payload.len() as u32);
+        let whole = wire_len == Some(payload.len() as u32);
         let (Some(src), Some(dst)) = (d.src_addr(), d.dst_addr()) else {
             return;
         };
@@ -128,8 +135,8 @@ impl HttpHeads {
                 let done = Head::parse(&p.bytes).is_some_and(|h| h.is_complete());
                 if done {
                     if let Some(p) = self.pending.remove(&key) {
-                        self.joined.clear();
-                        self.joined.extend_from_slice(&p.bytes);
+                        // The joined bytes are handed over, not copied.
+                        self.joined = p.bytes;
                     }
                     self.current = Current::Joined;
                 } else {

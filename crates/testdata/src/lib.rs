@@ -126,8 +126,14 @@ pub fn epoch_ns(text: &str) -> u64 {
 /// `tshark -T fields` for `fields` over every frame of `path` (columns split on `|`,
 /// several values of one field joined with `~`).
 pub fn tshark_fields(path: &Path, fields: &[&str]) -> Vec<Vec<String>> {
+    tshark_fields_with(path, &[], fields)
+}
+
+/// [`tshark_fields`] with more tshark arguments (`-o` preferences, ...) before the
+/// field list.
+pub fn tshark_fields_with(path: &Path, options: &[&str], fields: &[&str]) -> Vec<Vec<String>> {
     let mut cmd = Command::new("tshark");
-    cmd.args(["-n", "-r"]).arg(path);
+    cmd.args(["-n", "-r"]).arg(path).args(options);
     cmd.args(["-T", "fields", "-E", "separator=|", "-E", "aggregator=~"]);
     for f in fields {
         cmd.args(["-e", f]);
