@@ -289,6 +289,17 @@ impl Anonymizer {
         if !(self.source || self.dest) {
             return false;
         }
+        if link == LinkType::ETHERNET && plain_ipv4_over_ethernet(data) {
+            return self.ipv4(data, ETHERNET_LEN, self.source, self.dest, 0);
+        }
+        self.rewrite_decoded(data, link, wire_len)
+    }
+
+    /// [`Anonymizer::rewrite`] for any packet: the decoder finds its network layers.
+    fn rewrite_decoded(&mut self, data: &mut [u8], link: LinkType, wire_len: u32) -> bool {
+        if !(self.source || self.dest) {
+            return false;
+        }
         // The network layer of the packet and of every packet tunnelled inside it (IP in
         // IP, GRE, VXLAN, Teredo, ...), as offsets into `data`, outermost first.
         let mut levels = [None; MAX_TUNNEL_LEVELS];
@@ -371,6 +382,19 @@ impl Anonymizer {
             None
         };
         let zero = self.checksums == Checksums::Zero;
+        // Checksums zeroed below need no mending first (a transport checksum is zeroed
+        // only when its header was captured whole).
+        let zeroed = zero && depth == 0;
+        let have = len.saturating_sub(t);
+        let ip_sum = (!zeroed).then_some(off + 10);
+        let l4_sum = match transport {
+            Some(6) if !(zeroed && have >= 20) => Some(t + 16),
+            Some(17) if !(zeroed && have >= 8) && (zero || checksum_at(b, t + 6) != Some(0)) => {
+                Some(t + 6)
+            }
+            _ => None,
+        };
+        let udp = transport == Some(17);
         for (on, field) in [(src, 12), (dst, 16)] {
             if !on {
                 continue;
@@ -383,20 +407,18 @@ impl Anonymizer {
             if old.1 == 4 {
                 for w in [0, 2] {
                     let (o, n) = (word(&old.0, w), word(&new, w));
-                    update_word(b, off + 10, o, n);
-                    match transport {
-                        Some(6) => update_word(b, t + 16, o, n),
-                        Some(17) if zero || checksum_at(b, t + 6) != Some(0) => {
-                            update_word(b, t + 6, o, n);
-                            if !zero {
-                                udp_zero_is_ones(b, t + 6);
-                            }
+                    if let Some(c) = ip_sum {
+                        update_word(b, c, o, n);
+                    }
+                    if let Some(c) = l4_sum {
+                        update_word(b, c, o, n);
+                        if udp && !zero {
+                            udp_zero_is_ones(b, c);
                         }
-                        _ => {}
                     }
                 }
             }
-            b[at..at + old.1].copy_from_slice(&new[..old.1]);
+            write_partial(b, at, &new, old.1);
         }
         if transport == Some(1) && (src || dst) {
             self.icmp_quote(b, off, t, src, dst, depth, false);
@@ -457,7 +479,7 @@ impl Anonymizer {
                     udp_zero_is_ones(b, c);
                 }
             }
-            b[at..at + old.1].copy_from_slice(&new[..old.1]);
+            write_partial(b, at, &new, old.1);
         }
         if let Some((t, 58)) = l4 {
             self.icmp_quote(b, off, t, src, dst, depth, true);
@@ -545,7 +567,7 @@ impl Anonymizer {
         for (on, at) in [(self.source, spa), (self.dest, tpa)] {
             if let (true, Some(old)) = (on, read_partial::<4>(b, at)) {
                 let new = self.v4(u32::from_be_bytes(old.0)).to_be_bytes();
-                b[at..at + old.1].copy_from_slice(&new[..old.1]);
+                write_partial(b, at, &new, old.1);
             }
         }
         self.stats.arp += 1;
@@ -553,9 +575,36 @@ impl Anonymizer {
     }
 }
 
+/// The length of an Ethernet header without VLAN tags.
+const ETHERNET_LEN: usize = 14;
+
+/// Whether `frame` is an untagged Ethernet frame holding a whole IPv4 header whose
+/// protocol cannot carry a tunnel (not IP in IP, GRE or UDP): the decoder would find
+/// the network layer at [`ETHERNET_LEN`] and nothing inside it, so most packets skip it.
+fn plain_ipv4_over_ethernet(frame: &[u8]) -> bool {
+    use tracekit_decode::ip_proto;
+    let Some(h) = frame.get(..ETHERNET_LEN + 20) else {
+        return false;
+    };
+    let ethertype = u16::from_be_bytes([h[12], h[13]]);
+    let (version, proto) = (h[ETHERNET_LEN] >> 4, h[ETHERNET_LEN + 9]);
+    ethertype == ethertype::IPV4
+        && version == 4
+        && !matches!(
+            proto,
+            ip_proto::IPIP | ip_proto::IPV6 | ip_proto::GRE | ip_proto::UDP
+        )
+}
+
 /// The `N` bytes at `at`, zero-filled past the end of `b`, and how many were there
 /// (`None` when none were).
 fn read_partial<const N: usize>(b: &[u8], at: usize) -> Option<([u8; N], usize)> {
+    // Whole addresses, nearly always: a fixed-size copy instead of a memcpy call.
+    if let Some(whole) = b.get(at..at + N) {
+        let mut out = [0u8; N];
+        out.copy_from_slice(whole);
+        return Some((out, N));
+    }
     let have = b.get(at..)?.len().min(N);
     if have == 0 {
         return None;
@@ -563,6 +612,15 @@ fn read_partial<const N: usize>(b: &[u8], at: usize) -> Option<([u8; N], usize)>
     let mut out = [0u8; N];
     out[..have].copy_from_slice(&b[at..at + have]);
     Some((out, have))
+}
+
+/// Writes the first `n` bytes of `new` at `at` (`n` as [`read_partial`] found them).
+fn write_partial<const N: usize>(b: &mut [u8], at: usize, new: &[u8; N], n: usize) {
+    if n == N {
+        b[at..at + N].copy_from_slice(new);
+    } else {
+        b[at..at + n].copy_from_slice(&new[..n]);
+    }
 }
 
 fn word(bytes: &[u8], at: usize) -> u16 {
@@ -609,9 +667,11 @@ fn zero_transport_checksum(b: &mut [u8], t: usize, proto: u8) {
 
 /// Sets the checksum at `at` to zero (whatever of it was captured).
 fn zero_checksum(b: &mut [u8], at: usize) {
-    let end = (at + 2).min(b.len());
-    if at < end {
-        b[at..end].fill(0);
+    // Two stores rather than a memset call of a variable length.
+    if let Some(c) = b.get_mut(at..at + 2) {
+        c.copy_from_slice(&[0, 0]);
+    } else if let Some(c) = b.get_mut(at) {
+        *c = 0;
     }
 }
 
