@@ -30,6 +30,11 @@ use crate::numbered::each_packet_joined;
 /// written (idle, active, evicted, reused, end). `truncated` counts the flow's TCP/UDP
 /// packets whose transport header the capture cut (their ports were captured).
 ///
+/// `history` is Zeek's: S SYN, H SYN-ACK, A pure ACK, D data, F FIN, R RST, Q SYN with
+/// FIN or RST, ^ roles flipped (once each way), T retransmitted payload and W zero
+/// window (at the 1st, 10th, 100th, ... event, as Zeek repeats them); upper case for the
+/// originator, lower case for the responder.
+///
 /// Example: `tracekit flows --json samples/sample.pcap`
 #[derive(Args)]
 pub struct FlowsArgs {
