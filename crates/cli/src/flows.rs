@@ -68,8 +68,9 @@ pub struct FlowsArgs {
     /// Count tunnelled packets only in their outer flow.
     #[arg(long)]
     no_tunnels: bool,
-    /// Join IP fragments before counting (a datagram then counts once, in its ports'
-    /// flow, when complete; fragments of datagrams never completed count nowhere).
+    /// Join IP fragments before counting, at every tunnel level (a datagram then counts
+    /// once, in its ports' flow, when complete; fragments of datagrams never completed
+    /// count nowhere).
     #[arg(long)]
     reassemble: bool,
     /// With --reassemble: whose bytes win where fragments overlap (first, last, bsd,

@@ -695,3 +695,100 @@ fn history_repeats_zero_windows_and_retransmissions_on_a_built_trace() {
     assert!(problems.is_empty(), "{}", problems.join("\n"));
     assert_eq!((retransmitted, zero_window), (1, 2));
 }
+
+/// `flows --reassemble` joins fragments inside tunnels (GRE over IPv4, IPv6 in IPv4):
+/// each inner datagram counts once, in its ports' conversation, as in tshark's
+/// conversations with defragmentation on. (A packet carrying an inner fragment is held
+/// whole, so the outer flow counts the datagram once too; tshark counts every frame
+/// there: the outer conversations are not compared.)
+#[test]
+fn reassembled_flows_join_fragments_inside_tunnels() {
+    use tracekit_testdata::builder::{Ethernet, Ipv4, Ipv6, Ipv6Ext, PacketBuilder, Udp};
+    if !have("tshark") {
+        return;
+    }
+    let data: Vec<u8> = (0..2000u32).map(|i| (i % 251) as u8).collect();
+    let outer = |proto: u8, inner: &[u8]| {
+        let mut body = Vec::new();
+        if proto == 47 {
+            body.extend_from_slice(&[0, 0, 0x08, 0x00]);
+        }
+        body.extend_from_slice(inner);
+        let f = PacketBuilder::new()
+            .ethernet(Ethernet::new([2, 0, 0, 0, 0, 1], [2, 0, 0, 0, 0, 2]))
+            .ipv4(Ipv4::new([192, 0, 2, 1], [192, 0, 2, 2]).protocol(proto))
+            .payload(&body)
+            .build();
+        let n = f.len();
+        (f, n)
+    };
+    let mut frames = Vec::new();
+    // Inner IPv4 UDP datagrams in GRE, three of them, each in two fragments.
+    for (i, sport) in [5000u16, 5001, 5002].iter().enumerate() {
+        let whole = PacketBuilder::new()
+            .ipv4(Ipv4::new([10, 1, 0, 1], [10, 1, 0, 2]))
+            .udp(Udp::new(*sport, 7000))
+            .payload(&data)
+            .build();
+        let body = &whole[20..];
+        for (off, more) in [(0usize, true), (1000, false)] {
+            let end = if more { 1000 } else { body.len() };
+            let frag = PacketBuilder::new()
+                .ipv4(
+                    Ipv4::new([10, 1, 0, 1], [10, 1, 0, 2])
+                        .id(0x100 + i as u16)
+                        .protocol(17)
+                        .fragment(off as u16, more),
+                )
+                .payload(&body[off..end])
+                .build();
+            frames.push(outer(47, &frag));
+        }
+    }
+    // An inner IPv6 UDP datagram in IPv4 (6in4), in two fragments.
+    let (s6, d6) = (
+        "2001:db8::1"
+            .parse::<std::net::Ipv6Addr>()
+            .unwrap()
+            .octets(),
+        "2001:db8::2"
+            .parse::<std::net::Ipv6Addr>()
+            .unwrap()
+            .octets(),
+    );
+    let whole = PacketBuilder::new()
+        .ipv6(Ipv6::new(s6, d6))
+        .udp(Udp::new(6000, 7000))
+        .payload(&data)
+        .build();
+    let body = &whole[40..];
+    for (off, more) in [(0usize, true), (1000, false)] {
+        let end = if more { 1000 } else { body.len() };
+        let frag = PacketBuilder::new()
+            .ipv6(Ipv6::new(s6, d6))
+            .ipv6_ext(Ipv6Ext::fragment(off as u16, more, 0x200).next_header(17))
+            .payload(&body[off..end])
+            .build();
+        frames.push(outer(41, &frag));
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("tunnel-fragments.pcap");
+    tracekit_testdata::write_pcap(&path, 1, &frames);
+
+    let theirs = tshark_conversations(&path, true).expect("tshark reads it");
+    let ours = our_conversations(&path, &["--reassemble"]);
+    let t: BTreeMap<Pair, Vec<(u64, u64)>> = theirs
+        .iter()
+        .map(|(k, v)| (k.clone(), v.iter().map(|c| (c.0, c.1)).collect()))
+        .collect();
+    let o: BTreeMap<Pair, Vec<(u64, u64)>> = ours
+        .iter()
+        .map(|(k, v)| (k.clone(), v.iter().map(|c| (c.0, c.1)).collect()))
+        .collect();
+    assert_eq!(t.len(), 4, "tshark: {t:?}");
+    assert_eq!(o, t);
+    // Without --reassemble, the inner fragments are not joined: no inner conversation
+    // has its ports but the first fragments'.
+    let plain = our_conversations(&path, &[]);
+    assert!(plain.values().flatten().all(|c| c.0 + c.1 == 1));
+}
