@@ -17,7 +17,8 @@
 //! the key: VXLAN and Geneve senders derive the source port from the inner headers,
 //! which a non-first fragment lacks. The whole packet keeps the first fragment's outer
 //! headers, their lengths grown to carry the whole inner datagram (IPv4 total length
-//! and header checksum, IPv6 payload length, UDP length); a UDP tunnel's checksum is
+//! and header checksum, IPv6 payload length, UDP length, GTP-U length); a UDP tunnel's
+//! checksum is
 //! not recomputed: over IPv4 it is set to 0 (none), over IPv6 it is left as it was and
 //! no longer matches. When an outer datagram completes and carries a tunnel whose inner
 //! datagram is a fragment, that fragment is taken in turn (both levels).
@@ -255,6 +256,8 @@ struct Enclosing {
     ip: usize,
     version: u8,
     udp: Option<usize>,
+    /// A GTP-U header, whose length field counts what follows its first 8 bytes.
+    gtp: Option<usize>,
 }
 
 /// The most enclosing layers followed (the decoder's default tunnel depth).
@@ -625,6 +628,12 @@ impl Defragmenter {
         let end = self.out.len();
         for e in &g.enclosing[..g.enclosing_len] {
             let out = &mut self.out;
+            if let Some(t) = e.gtp
+                && t + 8 <= end
+            {
+                let len = (end - t - 8).min(usize::from(u16::MAX)) as u16;
+                out[t + 2..t + 4].copy_from_slice(&len.to_be_bytes());
+            }
             if let Some(u) = e.udp
                 && u + 8 <= end
             {
@@ -737,16 +746,22 @@ fn locate<'p>(d: Decoded<'p>, data: &'p [u8]) -> Option<Located<'p>> {
             std::net::IpAddr::V4(a) => context.outer_dst[..4].copy_from_slice(&a.octets()),
             std::net::IpAddr::V6(a) => context.outer_dst = a.octets(),
         }
-        context.id = match d.tunnel() {
+        let tunnel = d.tunnel();
+        context.id = match tunnel {
             Some(Tunnel::Gre(g)) => g.key().unwrap_or(0),
             Some(Tunnel::Vxlan { vni }) | Some(Tunnel::Geneve { vni, .. }) => vni,
             Some(Tunnel::GtpU { teid }) => teid,
             _ => 0,
         };
+        let gtp = match tunnel {
+            Some(Tunnel::GtpU { .. }) => udp.map(|u| u + 8),
+            _ => None,
+        };
         found.enclosing[found.enclosing_len] = Enclosing {
             ip: found.base + ip,
             version,
             udp,
+            gtp,
         };
         found.enclosing_len += 1;
         // The inner bytes are a part of `data`: where they start.
@@ -1037,6 +1052,40 @@ mod tests {
             "the byte limit bites before the count"
         );
         assert_eq!(s.evicted + s.in_progress as u64, 1_000_000);
+        assert_eq!(s.reassembled, 0);
+    }
+
+    #[test]
+    fn half_open_fragments_inside_tunnels_share_the_limits() {
+        let config = DefragConfig {
+            max_datagrams: 500,
+            max_bytes: 256 << 10,
+            ..DefragConfig::default()
+        };
+        let mut d = Defragmenter::new(config);
+        // The inner fragment (IPv4, no link layer) inside GRE inside IPv4.
+        let inner = fragment(0, 0, true, &[0u8; 256]);
+        let mut body = vec![0, 0, 0x08, 0x00];
+        body.extend_from_slice(&inner[14..]);
+        let mut f = PacketBuilder::new()
+            .ethernet(Ethernet::new([2, 0, 0, 0, 0, 1], [2, 0, 0, 0, 0, 2]))
+            .ipv4(Ipv4::new([192, 0, 2, 1], [192, 0, 2, 2]).protocol(47))
+            .payload(&body)
+            .build();
+        let inner_ip = 14 + 20 + 4;
+        for i in 0..200_000u32 {
+            // A new tunnel (outer source) and inner id each time: none ever completes.
+            f[14 + 12..14 + 16].copy_from_slice(&i.to_be_bytes());
+            f[inner_ip + 4..inner_ip + 6].copy_from_slice(&(i as u16).to_be_bytes());
+            let ts = Timestamp::from_micros(1_700_000_000, i % 1_000_000);
+            let p = Packet::new(&f, Meta::new(ts, f.len() as u32, LinkType::ETHERNET));
+            assert!(matches!(d.add(&p), Defragged::Held));
+            assert!(d.stats().bytes <= 256 << 10);
+        }
+        let s = d.stats();
+        assert_eq!(s.fragments, 200_000);
+        assert!(s.in_progress <= 500);
+        assert_eq!(s.evicted + s.in_progress as u64, 200_000);
         assert_eq!(s.reassembled, 0);
     }
 }

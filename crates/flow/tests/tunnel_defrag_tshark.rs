@@ -1,6 +1,6 @@
 //! Reassembly of IP fragments inside tunnels against tshark's (`ip.defragment` and
 //! `ipv6.defragment` on, which reassemble at every level): a trace of fragmented
-//! datagrams inside GRE, IP-in-IP, 6in4 and VXLAN, and an outer fragmented datagram
+//! datagrams inside GRE, IP-in-IP, 6in4, VXLAN and GTP-U, and an outer fragmented datagram
 //! whose GRE payload is itself an inner fragment, written to the test's own directory.
 //! The frames that complete a datagram, the reassembled lengths and the inner UDP
 //! lengths are tshark's; the whole packets we hand out decode (ours and tshark's
@@ -181,6 +181,31 @@ fn build_trace() -> (Vec<Vec<u8>>, Vec<Vec<u8>>) {
     frames.push(vxlan(49153, 42, &x[1]));
     payloads.push(d4);
 
+    // GTP-U over UDP (TEID 7) carrying IPv4 fragments.
+    let d6 = payload(6, 1700);
+    let gt = frags_v4(
+        in_src,
+        in_dst,
+        0x7777,
+        &udp_v4(in_src, in_dst, 5005, &d6),
+        &[1000],
+    );
+    for f in &gt {
+        let mut body = vec![0x30, 0xff];
+        body.extend_from_slice(&(f.len() as u16).to_be_bytes());
+        body.extend_from_slice(&7u32.to_be_bytes());
+        body.extend_from_slice(f);
+        frames.push(
+            PacketBuilder::new()
+                .ethernet(Ethernet::new(MAC_A, MAC_B))
+                .ipv4(Ipv4::new([192, 0, 2, 30], [192, 0, 2, 40]))
+                .udp(Udp::new(2152, 2152))
+                .payload(&body)
+                .build(),
+        );
+    }
+    payloads.push(d6);
+
     // 5. Both levels: an outer IPv4 datagram (GRE) fragmented, whose GRE payload is the
     // first fragment of an inner datagram; the inner's second fragment comes in a
     // GRE packet of its own.
@@ -263,10 +288,10 @@ fn tunnelled_fragments_are_reassembled_as_tshark_does() {
     let records: Vec<(Vec<u8>, usize)> = frames.iter().map(|f| (f.clone(), f.len())).collect();
     write_pcap(&path, 1, &records);
     let theirs = tshark_reassembled(&path);
-    // Six datagrams (the last frame completes the inner one of case 5; its outer was
+    // Seven datagrams (the last frame completes the inner one of case 5; its outer was
     // completed one frame earlier).
     let inner_lens: Vec<usize> = payloads.iter().map(|p| p.len() + 8).collect();
-    assert_eq!(theirs.len(), 6, "tshark: {theirs:?}");
+    assert_eq!(theirs.len(), 7, "tshark: {theirs:?}");
 
     let mut defrag = Defragmenter::new(DefragConfig::default());
     let mut ours = Vec::new();
@@ -353,6 +378,11 @@ fn tunnelled_fragments_are_reassembled_as_tshark_does() {
             "{r:?}"
         );
         assert!(r[5].is_empty(), "malformed: {r:?}");
+        // No expert error (severity 8388608) or warning (6291456): lengths agree.
+        assert!(
+            r[6].split('~').all(|s| s != "8388608" && s != "6291456"),
+            "{r:?}"
+        );
     }
 }
 
