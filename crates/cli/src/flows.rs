@@ -30,6 +30,11 @@ use crate::numbered::each_packet_joined;
 /// written (idle, active, evicted, reused, end). `truncated` counts the flow's TCP/UDP
 /// packets whose transport header the capture cut (their ports were captured).
 ///
+/// `history` is Zeek's: S SYN, H SYN-ACK, A pure ACK, D data, F FIN, R RST, Q SYN with
+/// FIN or RST, ^ roles flipped (once each way), T retransmitted payload and W zero
+/// window (at the 1st, 10th, 100th, ... event, as Zeek repeats them); upper case for the
+/// originator, lower case for the responder.
+///
 /// Example: `tracekit flows --json samples/sample.pcap`
 #[derive(Args)]
 pub struct FlowsArgs {
@@ -63,8 +68,9 @@ pub struct FlowsArgs {
     /// Count tunnelled packets only in their outer flow.
     #[arg(long)]
     no_tunnels: bool,
-    /// Join IP fragments before counting (a datagram then counts once, in its ports'
-    /// flow, when complete; fragments of datagrams never completed count nowhere).
+    /// Join IP fragments before counting, at every tunnel level (a datagram then counts
+    /// once, in its ports' flow, when complete; fragments of datagrams never completed
+    /// count nowhere).
     #[arg(long)]
     reassemble: bool,
     /// With --reassemble: whose bytes win where fragments overlap (first, last, bsd,

@@ -437,3 +437,358 @@ fn csv_and_tsv_carry_the_json_values() {
     assert_eq!(tcp["history"], "ShADadFf");
     assert_eq!(tcp["src_port"], 40354);
 }
+
+/// How many times Zeek's logarithmic rule writes a letter for `n` events: at the 1st,
+/// 10th, 100th, ...
+fn log_letters(n: u64) -> usize {
+    let (mut count, mut at) = (0, 1u64);
+    while n >= at {
+        count += 1;
+        at *= 10;
+    }
+    count
+}
+
+/// What tshark's TCP analysis flagged one way of a connection.
+#[derive(Default, Clone, Copy)]
+struct TsharkTcpEvents {
+    /// `tcp.analysis.retransmission` on packets with payload (Zeek's `T` is a packet
+    /// with retransmitted payload; tshark also flags SYN and FIN retransmissions).
+    retransmissions: u64,
+    /// `tcp.analysis.out_of_order`: tshark tells an out-of-order segment from a
+    /// retransmission by timing; our table does not track holes and counts such a
+    /// segment as a retransmission, so directions with one are not compared.
+    out_of_order: u64,
+    /// `tcp.analysis.zero_window`.
+    zero_windows: u64,
+    /// The sequence number of a SYN (or SYN-ACK) this way, and whether another SYN came
+    /// with a different one: tshark then measures retransmissions against the new
+    /// sequence space, we (one record per connection) keep the first, so such
+    /// directions are not compared either.
+    syn_seq: Option<u32>,
+    syn_seq_changed: bool,
+}
+
+/// tshark's TCP analysis per direction ("src|sport>dst|dport" at the innermost IP
+/// level), and the TCP streams seen per unordered address/port pair.
+fn tshark_tcp_events(
+    path: &Path,
+) -> (
+    BTreeMap<String, TsharkTcpEvents>,
+    BTreeMap<String, std::collections::BTreeSet<String>>,
+) {
+    let rows = tracekit_testdata::tshark_fields_with(
+        path,
+        &["-Y", "tcp"],
+        &[
+            "tcp.stream",
+            "ip.src",
+            "ipv6.src",
+            "tcp.srcport",
+            "ip.dst",
+            "ipv6.dst",
+            "tcp.dstport",
+            "tcp.len",
+            "tcp.analysis.retransmission",
+            "tcp.analysis.out_of_order",
+            "tcp.analysis.zero_window",
+            "tcp.flags.syn",
+            "tcp.seq_raw",
+        ],
+    );
+    let last = |s: &str| s.rsplit('~').next().unwrap_or("").to_string();
+    let mut events: BTreeMap<String, TsharkTcpEvents> = BTreeMap::new();
+    let mut streams: BTreeMap<String, std::collections::BTreeSet<String>> = BTreeMap::new();
+    for r in rows {
+        // The innermost layer: tshark lists a field's values outermost first.
+        let src = if r[2].is_empty() {
+            last(&r[1])
+        } else {
+            last(&r[2])
+        };
+        let dst = if r[5].is_empty() {
+            last(&r[4])
+        } else {
+            last(&r[5])
+        };
+        let (a, b) = (format!("{src}|{}", r[3]), format!("{dst}|{}", r[6]));
+        let pair = if a <= b {
+            format!("{a}-{b}")
+        } else {
+            format!("{b}-{a}")
+        };
+        streams.entry(pair).or_default().insert(r[0].clone());
+        let e = events.entry(format!("{a}>{b}")).or_default();
+        let payload = last(&r[7]).parse::<u64>().unwrap_or(0) > 0;
+        e.retransmissions += u64::from(payload && !r[8].is_empty());
+        e.out_of_order += u64::from(!r[9].is_empty());
+        e.zero_windows += u64::from(!r[10].is_empty());
+        if matches!(last(&r[11]).as_str(), "1" | "True") {
+            let seq = last(&r[12]).parse::<u32>().ok();
+            e.syn_seq_changed |= e.syn_seq.is_some_and(|s| Some(s) != seq);
+            e.syn_seq = e.syn_seq.or(seq);
+        }
+    }
+    (events, streams)
+}
+
+/// The `T`/`t` and `W`/`w` letters of `flows --json` against tshark: per TCP flow and
+/// direction, tshark's count of retransmitted-payload (or zero window) packets gives
+/// how often Zeek's logarithmic rule writes the letter (once from the 1st, again from
+/// the 10th, 100th, ...). Returns the directions compared that had such packets.
+fn history_letters_follow_tshark(path: &Path, problems: &mut Vec<String>) -> (usize, usize) {
+    let (events, streams) = tshark_tcp_events(path);
+    let out = tracekit()
+        .args(["flows", "--json"])
+        .arg(path)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let (mut retransmitted, mut zero_window) = (0, 0);
+    for line in String::from_utf8_lossy(&out.stdout).lines() {
+        let r: serde_json::Value = serde_json::from_str(line).unwrap();
+        if r["proto"] != "tcp" {
+            continue;
+        }
+        let a = format!("{}|{}", r["src_addr"].as_str().unwrap(), r["src_port"]);
+        let b = format!("{}|{}", r["dst_addr"].as_str().unwrap(), r["dst_port"]);
+        let pair = if a <= b {
+            format!("{a}-{b}")
+        } else {
+            format!("{b}-{a}")
+        };
+        // One TCP stream per address pair, so the record and tshark's stream agree.
+        if streams.get(&pair).map(|s| s.len()) != Some(1) {
+            continue;
+        }
+        let history = r["history"].as_str().unwrap();
+        for (from, to, upper) in [(&a, &b, true), (&b, &a, false)] {
+            let e = events
+                .get(&format!("{from}>{to}"))
+                .copied()
+                .unwrap_or_default();
+            let case = |l: char| if upper { l } else { l.to_ascii_lowercase() };
+            let mut check = |letter: char, n: u64| {
+                let ours = history.matches(case(letter)).count();
+                if ours != log_letters(n) {
+                    problems.push(format!(
+                        "{}: {from} -> {to}: tshark counts {n} for {letter}, history {history}",
+                        path.display()
+                    ));
+                }
+            };
+            if e.out_of_order == 0 && !e.syn_seq_changed {
+                check('T', e.retransmissions);
+                retransmitted += usize::from(e.retransmissions > 0);
+            }
+            check('W', e.zero_windows);
+            zero_window += usize::from(e.zero_windows > 0);
+        }
+    }
+    (retransmitted, zero_window)
+}
+
+#[test]
+fn history_repeats_retransmissions_on_a_log_scale_as_tshark_counts_them() {
+    if !have("tshark") {
+        return;
+    }
+    let (mut directions, mut problems) = (0, Vec::new());
+    for name in [
+        "zeek__pppoe-over-qinq.pcap",
+        "ndpi__1kxun.pcap",
+        "ndpi__KakaoTalk_talk.pcap",
+        "ndpi__sites.pcapng",
+        "zeek__vlan-pcp-dei.pcapng",
+    ] {
+        directions += history_letters_follow_tshark(&corpus(name), &mut problems).0;
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+    assert!(
+        directions >= 15,
+        "only {directions} directions retransmitted"
+    );
+}
+
+/// A hand-built connection with many retransmissions and zero windows each way: the
+/// letters repeat as tshark's counts say (11 retransmissions: `TT`; 12 zero windows:
+/// `ww`; 3: `W`).
+#[test]
+fn history_repeats_zero_windows_and_retransmissions_on_a_built_trace() {
+    use tracekit_testdata::builder::{Ethernet, Ipv4, PacketBuilder, Tcp, tcp_flags as f};
+    if !have("tshark") {
+        return;
+    }
+    let (c, s) = ([10, 0, 0, 1], [10, 0, 0, 2]);
+    let (cisn, sisn) = (1_000u32, 5_000u32);
+    let frame = |from_client: bool, seq: u32, ack: u32, flags: u8, win: u16, data: &[u8]| {
+        let (src, dst, sp, dp) = if from_client {
+            (c, s, 40000, 80)
+        } else {
+            (s, c, 80, 40000)
+        };
+        let f = PacketBuilder::new()
+            .ethernet(Ethernet::new([2, 0, 0, 0, 0, 1], [2, 0, 0, 0, 0, 2]))
+            .ipv4(Ipv4::new(src, dst))
+            .tcp(Tcp::new(sp, dp).seq(seq).ack(ack).flags(flags).window(win))
+            .payload(data)
+            .build();
+        let n = f.len();
+        (f, n)
+    };
+    let mut frames = vec![
+        frame(true, cisn, 0, f::SYN, 64000, b""),
+        frame(false, sisn, cisn + 1, f::SYN | f::ACK, 64000, b""),
+        frame(true, cisn + 1, sisn + 1, f::ACK, 64000, b""),
+    ];
+    // The same ten bytes, sent 12 times: 11 retransmissions.
+    for _ in 0..12 {
+        frames.push(frame(
+            true,
+            cisn + 1,
+            sisn + 1,
+            f::ACK | f::PSH,
+            64000,
+            b"0123456789",
+        ));
+    }
+    for _ in 0..12 {
+        frames.push(frame(false, sisn + 1, cisn + 11, f::ACK, 0, b""));
+    }
+    for _ in 0..3 {
+        frames.push(frame(true, cisn + 11, sisn + 1, f::ACK, 0, b""));
+    }
+    frames.push(frame(
+        false,
+        sisn + 1,
+        cisn + 11,
+        f::ACK | f::FIN,
+        64000,
+        b"",
+    ));
+    frames.push(frame(
+        true,
+        cisn + 11,
+        sisn + 2,
+        f::ACK | f::FIN,
+        64000,
+        b"",
+    ));
+    frames.push(frame(false, sisn + 2, cisn + 12, f::ACK, 64000, b""));
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("zero-window-retransmissions.pcap");
+    tracekit_testdata::write_pcap(&path, 1, &frames);
+
+    // The trace does what it is meant to, as tshark sees it.
+    let (events, _) = tshark_tcp_events(&path);
+    let c2s = events["10.0.0.1|40000>10.0.0.2|80"];
+    let s2c = events["10.0.0.2|80>10.0.0.1|40000"];
+    assert_eq!((c2s.retransmissions, c2s.zero_windows), (11, 3));
+    assert_eq!((s2c.retransmissions, s2c.zero_windows), (0, 12));
+
+    let mut problems = Vec::new();
+    let (retransmitted, zero_window) = history_letters_follow_tshark(&path, &mut problems);
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+    assert_eq!((retransmitted, zero_window), (1, 2));
+}
+
+/// `flows --reassemble` joins fragments inside tunnels (GRE over IPv4, IPv6 in IPv4):
+/// each inner datagram counts once, in its ports' conversation, as in tshark's
+/// conversations with defragmentation on. (A packet carrying an inner fragment is held
+/// whole, so the outer flow counts the datagram once too; tshark counts every frame
+/// there: the outer conversations are not compared.)
+#[test]
+fn reassembled_flows_join_fragments_inside_tunnels() {
+    use tracekit_testdata::builder::{Ethernet, Ipv4, Ipv6, Ipv6Ext, PacketBuilder, Udp};
+    if !have("tshark") {
+        return;
+    }
+    let data: Vec<u8> = (0..2000u32).map(|i| (i % 251) as u8).collect();
+    let outer = |proto: u8, inner: &[u8]| {
+        let mut body = Vec::new();
+        if proto == 47 {
+            body.extend_from_slice(&[0, 0, 0x08, 0x00]);
+        }
+        body.extend_from_slice(inner);
+        let f = PacketBuilder::new()
+            .ethernet(Ethernet::new([2, 0, 0, 0, 0, 1], [2, 0, 0, 0, 0, 2]))
+            .ipv4(Ipv4::new([192, 0, 2, 1], [192, 0, 2, 2]).protocol(proto))
+            .payload(&body)
+            .build();
+        let n = f.len();
+        (f, n)
+    };
+    let mut frames = Vec::new();
+    // Inner IPv4 UDP datagrams in GRE, three of them, each in two fragments.
+    for (i, sport) in [5000u16, 5001, 5002].iter().enumerate() {
+        let whole = PacketBuilder::new()
+            .ipv4(Ipv4::new([10, 1, 0, 1], [10, 1, 0, 2]))
+            .udp(Udp::new(*sport, 7000))
+            .payload(&data)
+            .build();
+        let body = &whole[20..];
+        for (off, more) in [(0usize, true), (1000, false)] {
+            let end = if more { 1000 } else { body.len() };
+            let frag = PacketBuilder::new()
+                .ipv4(
+                    Ipv4::new([10, 1, 0, 1], [10, 1, 0, 2])
+                        .id(0x100 + i as u16)
+                        .protocol(17)
+                        .fragment(off as u16, more),
+                )
+                .payload(&body[off..end])
+                .build();
+            frames.push(outer(47, &frag));
+        }
+    }
+    // An inner IPv6 UDP datagram in IPv4 (6in4), in two fragments.
+    let (s6, d6) = (
+        "2001:db8::1"
+            .parse::<std::net::Ipv6Addr>()
+            .unwrap()
+            .octets(),
+        "2001:db8::2"
+            .parse::<std::net::Ipv6Addr>()
+            .unwrap()
+            .octets(),
+    );
+    let whole = PacketBuilder::new()
+        .ipv6(Ipv6::new(s6, d6))
+        .udp(Udp::new(6000, 7000))
+        .payload(&data)
+        .build();
+    let body = &whole[40..];
+    for (off, more) in [(0usize, true), (1000, false)] {
+        let end = if more { 1000 } else { body.len() };
+        let frag = PacketBuilder::new()
+            .ipv6(Ipv6::new(s6, d6))
+            .ipv6_ext(Ipv6Ext::fragment(off as u16, more, 0x200).next_header(17))
+            .payload(&body[off..end])
+            .build();
+        frames.push(outer(41, &frag));
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("tunnel-fragments.pcap");
+    tracekit_testdata::write_pcap(&path, 1, &frames);
+
+    let theirs = tshark_conversations(&path, true).expect("tshark reads it");
+    let ours = our_conversations(&path, &["--reassemble"]);
+    let t: BTreeMap<Pair, Vec<(u64, u64)>> = theirs
+        .iter()
+        .map(|(k, v)| (k.clone(), v.iter().map(|c| (c.0, c.1)).collect()))
+        .collect();
+    let o: BTreeMap<Pair, Vec<(u64, u64)>> = ours
+        .iter()
+        .map(|(k, v)| (k.clone(), v.iter().map(|c| (c.0, c.1)).collect()))
+        .collect();
+    assert_eq!(t.len(), 4, "tshark: {t:?}");
+    assert_eq!(o, t);
+    // Without --reassemble, the inner fragments are not joined: no inner conversation
+    // has its ports but the first fragments'.
+    let plain = our_conversations(&path, &[]);
+    assert!(plain.values().flatten().all(|c| c.0 + c.1 == 1));
+}

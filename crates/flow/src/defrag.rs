@@ -6,7 +6,22 @@
 //! the fragment that completes it comes back as a whole packet (the first fragment's
 //! link-layer header, the IP header rewritten: length, fragment fields, IPv4 checksum,
 //! the IPv6 fragment header removed) in a buffer the defragmenter reuses, ready for
-//! [`tracekit_decode::Decoded`]. Only the outermost IP layer is reassembled.
+//! [`tracekit_decode::Decoded`].
+//!
+//! Fragments are reassembled at every tunnel level, as tshark does: an IP datagram
+//! fragmented inside a tunnel (IP-in-IP, 6in4, GRE, VXLAN, Geneve, GTP-U, Teredo, ...)
+//! is joined too. The outermost fragmented level of a packet is the one reassembled;
+//! its key holds the tunnel context (the level, the addresses of the enclosing IP
+//! header and the tunnel's identifier: GRE key, VXLAN or Geneve VNI, GTP-U TEID), so
+//! equal IDs in two tunnels never mix. The UDP ports of a UDP tunnel are not part of
+//! the key: VXLAN and Geneve senders derive the source port from the inner headers,
+//! which a non-first fragment lacks. The whole packet keeps the first fragment's outer
+//! headers, their lengths grown to carry the whole inner datagram (IPv4 total length
+//! and header checksum, IPv6 payload length, UDP length, GTP-U length); a UDP tunnel's
+//! checksum is
+//! not recomputed: over IPv4 it is set to 0 (none), over IPv6 it is left as it was and
+//! no longer matches. When an outer datagram completes and carries a tunnel whose inner
+//! datagram is a fragment, that fragment is taken in turn (both levels).
 //!
 //! Overlapping fragments are resolved by an [`OverlapPolicy`], the target-based
 //! policies of Novak's "Target-Based Fragmentation Reassembly" as Snort and Suricata
@@ -14,7 +29,7 @@
 
 use rustc_hash::FxHashMap;
 use tracekit_core::{Meta, Packet};
-use tracekit_decode::{Decoded, ipv6_ext};
+use tracekit_decode::{Decoded, Tunnel, ipv6_ext};
 
 use crate::order::{Linked, Links, NIL, Order};
 
@@ -203,6 +218,14 @@ impl<'a> Defragged<'a> {
     }
 }
 
+/// What one level of [`Defragmenter::add`] did.
+enum Level {
+    Pass,
+    Held,
+    Dropped(DefragAnomaly),
+    Complete(Meta),
+}
+
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 struct FragKey {
     src: [u8; 16],
@@ -210,6 +233,45 @@ struct FragKey {
     id: u32,
     protocol: u8,
     version: u8,
+    /// The tunnel context of a fragment inside a tunnel (all zero outside one).
+    tunnel: TunnelContext,
+}
+
+/// What identifies the tunnel a fragmented datagram travels in.
+#[derive(Clone, Copy, Default, PartialEq, Eq, Hash)]
+struct TunnelContext {
+    /// The tunnel level (0: not in a tunnel).
+    level: u8,
+    /// The enclosing IP header's source and destination addresses.
+    outer_src: [u8; 16],
+    outer_dst: [u8; 16],
+    /// GRE key, VXLAN or Geneve VNI, GTP-U TEID (0 when the tunnel has none).
+    id: u32,
+}
+
+/// An enclosing layer of a fragment found inside a tunnel: where its IP header and (for
+/// a UDP tunnel) its UDP header are, whose lengths grow when the datagram is joined.
+#[derive(Clone, Copy, Default)]
+struct Enclosing {
+    ip: usize,
+    version: u8,
+    udp: Option<usize>,
+    /// A GTP-U header, whose length field counts what follows its first 8 bytes.
+    gtp: Option<usize>,
+}
+
+/// The most enclosing layers followed (the decoder's default tunnel depth).
+const MAX_LEVELS: usize = tracekit_decode::DEFAULT_MAX_DEPTH as usize;
+
+/// Where in a packet the outermost fragment is.
+struct Located<'p> {
+    /// The decode of the level that is a fragment.
+    level: Decoded<'p>,
+    /// Where that level's bytes start in the packet.
+    base: usize,
+    context: TunnelContext,
+    enclosing: [Enclosing; MAX_LEVELS],
+    enclosing_len: usize,
 }
 
 /// Buffers of a finished datagram larger than this are freed rather than kept for the
@@ -237,6 +299,9 @@ struct Datagram {
     /// and the fragment header's own next header.
     next_header_at: usize,
     next_header: u8,
+    /// The first fragment's enclosing layers (inside a tunnel).
+    enclosing: [Enclosing; MAX_LEVELS],
+    enclosing_len: usize,
     /// The datagram's data length, once the last fragment was seen.
     total: Option<u32>,
     /// Bytes received (each byte once).
@@ -273,6 +338,9 @@ pub struct Defragmenter {
     order: Order,
     now: u64,
     out: Vec<u8>,
+    /// The previous whole packet while a datagram inside it is looked at (swapped with
+    /// `out`, so nesting allocates nothing once warm).
+    spare: Vec<u8>,
     /// The data length (after the IP headers) of the last datagram completed.
     last_len: usize,
     stats: DefragStats,
@@ -281,6 +349,8 @@ pub struct Defragmenter {
 /// A fragment as found in a packet.
 struct Piece<'p> {
     key: FragKey,
+    enclosing: [Enclosing; MAX_LEVELS],
+    enclosing_len: usize,
     offset: u32,
     more: bool,
     data: &'p [u8],
@@ -307,6 +377,7 @@ impl Defragmenter {
             order: Order::EMPTY,
             now: 0,
             out: Vec::new(),
+            spare: Vec::new(),
             last_len: 0,
             stats: DefragStats::default(),
         }
@@ -324,28 +395,69 @@ impl Defragmenter {
         self.last_len
     }
 
-    /// Takes a packet; see [`Defragged`].
+    /// Takes a packet; see [`Defragged`]. The datagram last completed, when several
+    /// levels were joined, is the innermost.
     pub fn add<'a>(&'a mut self, packet: &Packet<'a>) -> Defragged<'a> {
-        let d = Decoded::new(packet);
-        let Some(frag) = d.fragment() else {
-            return Defragged::Pass(*packet);
+        let meta = match self.add_level(packet.data(), packet.meta()) {
+            Level::Pass => return Defragged::Pass(*packet),
+            Level::Held => return Defragged::Held,
+            Level::Dropped(a) => return Defragged::Dropped(a),
+            Level::Complete(meta) => meta,
+        };
+        // The whole datagram may carry a tunnel with a fragment of its own: take it in
+        // turn (a level deeper each time, so this ends).
+        let mut meta = meta;
+        for _ in 0..MAX_LEVELS {
+            let whole = std::mem::replace(&mut self.out, std::mem::take(&mut self.spare));
+            let step = self.add_level(&whole, &meta);
+            match step {
+                Level::Complete(m) => {
+                    meta = m;
+                    self.spare = whole;
+                }
+                Level::Pass => {
+                    // Nothing inside to join: the whole packet stays the answer.
+                    self.spare = std::mem::replace(&mut self.out, whole);
+                    break;
+                }
+                Level::Held => {
+                    self.spare = whole;
+                    return Defragged::Held;
+                }
+                Level::Dropped(a) => {
+                    self.spare = whole;
+                    return Defragged::Dropped(a);
+                }
+            }
+        }
+        Defragged::Complete(Packet::new(&self.out, meta))
+    }
+
+    /// Takes the outermost fragment in `data`; a completed datagram is left in `out`.
+    fn add_level(&mut self, data: &[u8], meta: &Meta) -> Level {
+        let d = Decoded::from_bytes(data, meta.link, meta.wire_len);
+        let Some(found) = locate(d, data) else {
+            return Level::Pass;
+        };
+        let Some(frag) = found.level.fragment() else {
+            return Level::Pass;
         };
         if frag.offset == 0 && !frag.more {
             // An IPv6 atomic fragment: a whole datagram already.
-            return Defragged::Pass(*packet);
+            return Level::Pass;
         }
-        let Some(piece) = piece(&d, packet.data()) else {
+        let Some(piece) = piece(&found, data) else {
             self.stats.count(DefragAnomaly::Truncated);
-            return Defragged::Pass(*packet);
+            return Level::Pass;
         };
         self.stats.fragments += 1;
-        if packet.ts().is_known() {
-            self.now = self.now.max(packet.ts().as_unix_nanos());
+        if meta.ts.is_known() {
+            self.now = self.now.max(meta.ts.as_unix_nanos());
         }
         self.expire();
         match self.insert(&piece) {
-            Err(a) => Defragged::Dropped(a),
-            Ok(None) => Defragged::Held,
+            Err(a) => Level::Dropped(a),
+            Ok(None) => Level::Held,
             Ok(Some(idx)) => {
                 self.build(idx);
                 self.release(idx);
@@ -353,11 +465,11 @@ impl Defragmenter {
                 // The completing fragment's wire length, grown by what reassembly added
                 // (a link layer that counts other bytes than it captured keeps its
                 // difference).
-                let mut meta: Meta = *packet.meta();
-                let added = self.out.len() as i64 - packet.data().len() as i64;
+                let mut meta: Meta = *meta;
+                let added = self.out.len() as i64 - data.len() as i64;
                 meta.wire_len =
                     (i64::from(meta.wire_len) + added).clamp(0, i64::from(u32::MAX)) as u32;
-                Defragged::Complete(Packet::new(&self.out, meta))
+                Level::Complete(meta)
             }
         }
     }
@@ -446,6 +558,8 @@ impl Defragmenter {
             g.total = Some(end);
         }
         if header_len > 0 {
+            g.enclosing = p.enclosing;
+            g.enclosing_len = p.enclosing_len;
             g.header.extend_from_slice(p.header);
             g.ip_off = p.ip_off;
             g.next_header_at = p.next_header_at;
@@ -510,6 +624,39 @@ impl Defragmenter {
             self.out[ip + 4..ip + 6].copy_from_slice(&payload.to_be_bytes());
             self.out[g.next_header_at] = g.next_header;
         }
+        // The tunnel's own headers now carry the whole datagram.
+        let end = self.out.len();
+        for e in &g.enclosing[..g.enclosing_len] {
+            let out = &mut self.out;
+            if let Some(t) = e.gtp
+                && t + 8 <= end
+            {
+                let len = (end - t - 8).min(usize::from(u16::MAX)) as u16;
+                out[t + 2..t + 4].copy_from_slice(&len.to_be_bytes());
+            }
+            if let Some(u) = e.udp
+                && u + 8 <= end
+            {
+                let len = (end - u).min(usize::from(u16::MAX)) as u16;
+                out[u + 4..u + 6].copy_from_slice(&len.to_be_bytes());
+                if e.version == 4 {
+                    out[u + 6..u + 8].copy_from_slice(&[0, 0]);
+                }
+            }
+            if e.version == 4 && e.ip + 20 <= end {
+                let ihl = usize::from(out[e.ip] & 0xf) * 4;
+                let len = (end - e.ip).min(usize::from(u16::MAX)) as u16;
+                out[e.ip + 2..e.ip + 4].copy_from_slice(&len.to_be_bytes());
+                if e.ip + ihl <= end {
+                    out[e.ip + 10..e.ip + 12].copy_from_slice(&[0, 0]);
+                    let sum = ipv4_checksum(&out[e.ip..e.ip + ihl]);
+                    out[e.ip + 10..e.ip + 12].copy_from_slice(&sum.to_be_bytes());
+                }
+            } else if e.version == 6 && e.ip + 40 <= end {
+                let len = (end - e.ip - 40).min(usize::from(u16::MAX)) as u16;
+                out[e.ip + 4..e.ip + 6].copy_from_slice(&len.to_be_bytes());
+            }
+        }
     }
 
     fn create(&mut self, key: FragKey) -> u32 {
@@ -565,10 +712,74 @@ impl Defragmenter {
     }
 }
 
-/// The fragment in a decoded packet, if its bytes were all captured.
-fn piece<'p>(d: &Decoded<'p>, data: &'p [u8]) -> Option<Piece<'p>> {
+/// The outermost level of `d` (the packet `data`) that is an IP fragment, following
+/// tunnels, with its tunnel context; `None` when no level is.
+fn locate<'p>(d: Decoded<'p>, data: &'p [u8]) -> Option<Located<'p>> {
+    let mut found = Located {
+        level: d,
+        base: 0,
+        context: TunnelContext::default(),
+        enclosing: [Enclosing::default(); MAX_LEVELS],
+        enclosing_len: 0,
+    };
+    for level in 1..=MAX_LEVELS {
+        let d = &found.level;
+        if d.fragment().is_some() {
+            return Some(found);
+        }
+        let inner = d.inner()?;
+        let ip = d.ip_offset()?;
+        let version = d.ip_version()?;
+        let udp = match d.transport_offset() {
+            Some((off, tracekit_decode::ip_proto::UDP)) => Some(found.base + off),
+            _ => None,
+        };
+        let mut context = TunnelContext {
+            level: level as u8,
+            ..TunnelContext::default()
+        };
+        match d.src_addr()? {
+            std::net::IpAddr::V4(a) => context.outer_src[..4].copy_from_slice(&a.octets()),
+            std::net::IpAddr::V6(a) => context.outer_src = a.octets(),
+        }
+        match d.dst_addr()? {
+            std::net::IpAddr::V4(a) => context.outer_dst[..4].copy_from_slice(&a.octets()),
+            std::net::IpAddr::V6(a) => context.outer_dst = a.octets(),
+        }
+        let tunnel = d.tunnel();
+        context.id = match tunnel {
+            Some(Tunnel::Gre(g)) => g.key().unwrap_or(0),
+            Some(Tunnel::Vxlan { vni }) | Some(Tunnel::Geneve { vni, .. }) => vni,
+            Some(Tunnel::GtpU { teid }) => teid,
+            _ => 0,
+        };
+        let gtp = match tunnel {
+            Some(Tunnel::GtpU { .. }) => udp.map(|u| u + 8),
+            _ => None,
+        };
+        found.enclosing[found.enclosing_len] = Enclosing {
+            ip: found.base + ip,
+            version,
+            udp,
+            gtp,
+        };
+        found.enclosing_len += 1;
+        // The inner bytes are a part of `data`: where they start.
+        let base = (inner.data().as_ptr() as usize).checked_sub(data.as_ptr() as usize)?;
+        found.base = base;
+        found.context = context;
+        found.level = inner;
+    }
+    None
+}
+
+/// The fragment at the located level, if its bytes were all captured; offsets are
+/// into the whole packet `data`.
+fn piece<'p>(found: &Located<'p>, data: &'p [u8]) -> Option<Piece<'p>> {
+    let d = &found.level;
+    let base = found.base;
     let frag = d.fragment()?;
-    let ip = d.ip_offset()?;
+    let ip = base + d.ip_offset()?;
     if let Some(h) = d.ipv4() {
         let ihl = h.header_len();
         let end = ip + usize::from(h.total_len());
@@ -584,7 +795,10 @@ fn piece<'p>(d: &Decoded<'p>, data: &'p [u8]) -> Option<Piece<'p>> {
                 id: frag.id,
                 protocol: h.protocol(),
                 version: 4,
+                tunnel: found.context,
             },
+            enclosing: found.enclosing,
+            enclosing_len: found.enclosing_len,
             offset: u32::from(frag.offset),
             more: frag.more,
             data: body,
@@ -616,7 +830,10 @@ fn piece<'p>(d: &Decoded<'p>, data: &'p [u8]) -> Option<Piece<'p>> {
             id: frag.id,
             protocol: 0,
             version: 6,
+            tunnel: found.context,
         },
+        enclosing: found.enclosing,
+        enclosing_len: found.enclosing_len,
         offset: u32::from(frag.offset),
         more: frag.more,
         data: data.get(at + 8..end)?,
@@ -835,6 +1052,40 @@ mod tests {
             "the byte limit bites before the count"
         );
         assert_eq!(s.evicted + s.in_progress as u64, 1_000_000);
+        assert_eq!(s.reassembled, 0);
+    }
+
+    #[test]
+    fn half_open_fragments_inside_tunnels_share_the_limits() {
+        let config = DefragConfig {
+            max_datagrams: 500,
+            max_bytes: 256 << 10,
+            ..DefragConfig::default()
+        };
+        let mut d = Defragmenter::new(config);
+        // The inner fragment (IPv4, no link layer) inside GRE inside IPv4.
+        let inner = fragment(0, 0, true, &[0u8; 256]);
+        let mut body = vec![0, 0, 0x08, 0x00];
+        body.extend_from_slice(&inner[14..]);
+        let mut f = PacketBuilder::new()
+            .ethernet(Ethernet::new([2, 0, 0, 0, 0, 1], [2, 0, 0, 0, 0, 2]))
+            .ipv4(Ipv4::new([192, 0, 2, 1], [192, 0, 2, 2]).protocol(47))
+            .payload(&body)
+            .build();
+        let inner_ip = 14 + 20 + 4;
+        for i in 0..200_000u32 {
+            // A new tunnel (outer source) and inner id each time: none ever completes.
+            f[14 + 12..14 + 16].copy_from_slice(&i.to_be_bytes());
+            f[inner_ip + 4..inner_ip + 6].copy_from_slice(&(i as u16).to_be_bytes());
+            let ts = Timestamp::from_micros(1_700_000_000, i % 1_000_000);
+            let p = Packet::new(&f, Meta::new(ts, f.len() as u32, LinkType::ETHERNET));
+            assert!(matches!(d.add(&p), Defragged::Held));
+            assert!(d.stats().bytes <= 256 << 10);
+        }
+        let s = d.stats();
+        assert_eq!(s.fragments, 200_000);
+        assert!(s.in_progress <= 500);
+        assert_eq!(s.evicted + s.in_progress as u64, 200_000);
         assert_eq!(s.reassembled, 0);
     }
 }

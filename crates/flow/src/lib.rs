@@ -12,8 +12,9 @@
 //!   handed to a callback as a [`FlowRecord`]. Memory is bounded by
 //!   [`FlowConfig::max_flows`]; updating a flow allocates nothing.
 //! - [`Defragmenter`] ([`defrag`]) joins IP fragments under limits on datagrams and
-//!   bytes, with a trace-time timeout and a named [`OverlapPolicy`]; unfragmented packets
-//!   pass through uncopied.
+//!   bytes, with a trace-time timeout and a named [`OverlapPolicy`], at every tunnel
+//!   level (fragments inside GRE, IP-in-IP, VXLAN, GTP-U, ... keyed by their tunnel);
+//!   unfragmented packets pass through uncopied.
 //! - [`TcpStreams`] ([`stream`]) delivers each TCP direction's bytes in order, once, to
 //!   a [`StreamHandler`], reporting gaps and differing overlaps; it keeps state only for
 //!   the flows the table holds when its [`TcpStreams::end`] is called for every flow the

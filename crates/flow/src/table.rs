@@ -130,41 +130,88 @@ impl EndReason {
     }
 }
 
-/// A Zeek-style connection history: one letter per event, upper case for the
-/// originator and lower case for the responder, each at most once per direction, in the
-/// order first seen. `S` SYN, `H` SYN-ACK, `A` pure ACK, `D` data, `F` FIN, `R` RST,
-/// `T` retransmitted data, `W` zero window, `Q` SYN with FIN or RST, `^` roles flipped
-/// (the first packet seen was the responder's SYN-ACK).
+/// A Zeek-style connection history (`conn.log`'s `history`): one letter per event,
+/// upper case for the originator and lower case for the responder, in the order
+/// recorded.
+///
+/// | letter | event | recorded |
+/// |---|---|---|
+/// | `S` | a SYN without ACK | once per direction |
+/// | `H` | a SYN-ACK | once per direction |
+/// | `A` | a pure ACK (no payload, no SYN, FIN or RST) | once per direction |
+/// | `D` | a packet with payload | once per direction |
+/// | `F` | a FIN | once per direction |
+/// | `R` | a RST | once per direction |
+/// | `T` | a packet whose payload ends at or before the highest sequence number already sent that way (a retransmission) | at the 1st, 10th, 100th, ... |
+/// | `W` | a zero window advertisement (not on a SYN, FIN or RST) | at the 1st, 10th, 100th, ... |
+/// | `Q` | a SYN with FIN or RST | once per direction |
+/// | `^` | roles flipped: the first packet seen was the responder's SYN-ACK | once |
+///
+/// `T` and `W` follow Zeek's logarithmic rule: the letter is recorded when the event is
+/// first seen, again when it has been seen 10 times, again at 100, and so on, so
+/// `TTt` says the originator retransmitted 10 to 99 times and the responder 1 to 9
+/// times. Zeek's other letters are not recorded: `C` (bad checksum: checksums are not
+/// verified on the flow table's path), `G` (content gap: the table does not reassemble
+/// streams; [`crate::stream`] reports gaps), `I` (inconsistent flags). Zeek also repeats
+/// `S`, `H`, `F` and `R` when their sequence number changes; here they are recorded once
+/// per direction (a SYN with a new sequence number starts a new record instead, see
+/// [`EndReason::Reused`]). At most 32 letters are kept; later ones are dropped.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct History {
     letters: [u8; History::CAPACITY],
     len: u8,
     seen: u32,
+    /// How often `T` and `W` were seen, originator then responder (`T` at 0 and 1,
+    /// `W` at 2 and 3).
+    repeats: [u32; 4],
 }
 
 impl History {
-    const CAPACITY: usize = 24;
-    const LETTERS: &'static [u8] = b"SHADFRTWQ^";
+    const CAPACITY: usize = 32;
+    /// The letters recorded once per direction.
+    const LETTERS: &'static [u8] = b"SHADFRQ^";
 
     const fn empty() -> History {
         History {
             letters: [0; History::CAPACITY],
             len: 0,
             seen: 0,
+            repeats: [0; 4],
         }
     }
 
-    /// Notes `letter` (upper case) for the originator (`orig`) or the responder.
+    /// Notes `letter` (upper case) for the originator (`orig`) or the responder: once
+    /// per direction, or for `T` and `W` on Zeek's logarithmic scale.
     fn note(&mut self, letter: u8, orig: bool) {
+        let scaled = match letter {
+            b'T' => Some(0),
+            b'W' => Some(2),
+            _ => None,
+        };
+        if let Some(base) = scaled {
+            let n = &mut self.repeats[base + usize::from(!orig)];
+            *n = n.saturating_add(1);
+            if is_power_of_ten(*n) {
+                self.push(letter, orig);
+            }
+            return;
+        }
         let Some(i) = History::LETTERS.iter().position(|&l| l == letter) else {
             return;
         };
         let bit = 1u32 << (i * 2 + usize::from(!orig));
-        if self.seen & bit != 0 || usize::from(self.len) >= History::CAPACITY {
+        if self.seen & bit != 0 {
             return;
         }
         self.seen |= bit;
-        self.letters[usize::from(self.len)] = if orig {
+        self.push(letter, orig);
+    }
+
+    fn push(&mut self, letter: u8, orig: bool) {
+        let Some(slot) = self.letters.get_mut(usize::from(self.len)) else {
+            return;
+        };
+        *slot = if orig {
             letter
         } else {
             letter.to_ascii_lowercase()
@@ -172,11 +219,39 @@ impl History {
         self.len += 1;
     }
 
+    /// How many retransmissions (`T` events) the originator (`orig`) or the responder
+    /// sent, counted in full (the letters only show the order of magnitude).
+    pub fn retransmissions(&self, orig: bool) -> u32 {
+        self.repeats[usize::from(!orig)]
+    }
+
+    /// How many zero window advertisements (`W` events) the originator (`orig`) or the
+    /// responder sent.
+    pub fn zero_windows(&self, orig: bool) -> u32 {
+        self.repeats[2 + usize::from(!orig)]
+    }
+
     /// The letters.
     pub fn as_str(&self) -> &str {
         // Only ASCII letters from LETTERS are ever stored.
         std::str::from_utf8(&self.letters[..usize::from(self.len)]).unwrap_or("")
     }
+}
+
+/// 1, 10, 100, ...: the counts at which Zeek records a `T` or `W` again.
+fn is_power_of_ten(n: u32) -> bool {
+    matches!(
+        n,
+        1 | 10
+            | 100
+            | 1_000
+            | 10_000
+            | 100_000
+            | 1_000_000
+            | 10_000_000
+            | 100_000_000
+            | 1_000_000_000
+    )
 }
 
 impl std::fmt::Debug for History {
@@ -782,6 +857,11 @@ fn tcp_update(
         let start = if syn { seq.wrapping_add(1) } else { seq };
         let end = start.wrapping_add(payload);
         match track.next {
+            // A keep-alive (one byte just below the next sequence number) repeats
+            // acknowledged data on purpose; tshark does not call it a retransmission.
+            Some(next) if payload == 1 && end == next && !syn && !fin && !rst => {
+                h.note(b'D', from_orig)
+            }
             Some(next) if !seq_before(next, end) => h.note(b'T', from_orig),
             _ => h.note(b'D', from_orig),
         }
@@ -791,7 +871,8 @@ fn tcp_update(
     } else if ack && !syn && !fin && !rst {
         h.note(b'A', from_orig);
     }
-    if window == 0 && !syn && !rst {
+    // As tshark's and Zeek's zero window: not on a SYN, FIN or RST.
+    if window == 0 && !syn && !fin && !rst {
         h.note(b'W', from_orig);
     }
 }
@@ -816,6 +897,48 @@ mod tests {
             h.note(l, o);
         }
         assert_eq!(h.as_str(), "ShADdFf");
+    }
+
+    #[test]
+    fn retransmissions_and_zero_windows_repeat_at_powers_of_ten() {
+        let mut h = History::empty();
+        h.note(b'S', true);
+        // Letters after the n-th event: 1 -> T, 10 -> TT, 100 -> TTT.
+        for n in 1..=100u32 {
+            h.note(b'T', true);
+            let expected = match n {
+                1..=9 => 1,
+                10..=99 => 2,
+                _ => 3,
+            };
+            assert_eq!(h.as_str().matches('T').count(), expected, "after {n}");
+        }
+        for _ in 0..9 {
+            h.note(b'W', false);
+        }
+        h.note(b'T', false);
+        h.note(b'W', false);
+        h.note(b'S', true);
+        assert_eq!(h.as_str(), "STTTwtw");
+        assert_eq!(h.retransmissions(true), 100);
+        assert_eq!(h.retransmissions(false), 1);
+        assert_eq!(h.zero_windows(false), 10);
+        assert_eq!(h.zero_windows(true), 0);
+    }
+
+    #[test]
+    fn history_is_bounded() {
+        let mut h = History::empty();
+        for _ in 0..100_000 {
+            for l in *b"SHADFRTWQ^" {
+                h.note(l, true);
+                h.note(l, false);
+            }
+        }
+        assert_eq!(h.as_str().len(), History::CAPACITY);
+        assert_eq!(h.retransmissions(true), 100_000);
+        // Once-letters stay once per direction.
+        assert_eq!(h.as_str().matches('S').count(), 1);
     }
 
     use tracekit_core::{LinkType, Meta};
