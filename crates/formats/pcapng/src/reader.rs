@@ -252,7 +252,7 @@ impl PcapngFormat {
     /// the interface of the previous one, written into `record`. Anything else (or
     /// anything odd) returns `false` without consuming, and the general loop handles the
     /// block.
-    #[inline]
+    #[inline(always)]
     fn fast_enhanced_packet(&mut self, record: &mut Record) -> Result<bool, Error> {
         if self.done || self.first_section_pending || self.input.fill(EPB_MIN)? < EPB_MIN {
             return Ok(false);
