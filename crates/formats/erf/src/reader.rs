@@ -187,14 +187,19 @@ impl ErfFormat {
                     "bad ERF record length {rlen} (a record holds at least its 16-byte header)"
                 ))));
             }
-            if self.input.fill(rlen)? < rlen {
-                self.done = true;
-                return Err(self
-                    .input
-                    .cut_error("ERF record", rlen as u64)
-                    .with_packet(self.packets + 1));
-            }
-            let b = &self.input.available()[..rlen];
+            // The window already seen usually holds the whole record: no second look.
+            let b = if h.len() >= rlen {
+                &h[..rlen]
+            } else {
+                if self.input.fill(rlen)? < rlen {
+                    self.done = true;
+                    return Err(self
+                        .input
+                        .cut_error("ERF record", rlen as u64)
+                        .with_packet(self.packets + 1));
+                }
+                &self.input.available()[..rlen]
+            };
             let rec = match decode_record(b) {
                 Ok(rec) => rec,
                 Err(e) => return Err(self.error_here(e)),

@@ -271,7 +271,8 @@ impl PcapngFormat {
         order: ByteOrder,
         record: &mut Record,
     ) -> Result<bool, Error> {
-        let Some(fixed) = PacketFixed::read(self.input.available(), order) else {
+        let avail = self.input.available();
+        let Some(fixed) = PacketFixed::read(avail, order) else {
             return Ok(false);
         };
         let len = fixed.len;
@@ -283,10 +284,15 @@ impl PcapngFormat {
         {
             return Ok(false);
         }
-        if self.input.fill(len)? < len {
-            return Ok(false);
-        }
-        let b = &self.input.available()[..len];
+        // The window already seen usually holds the whole block: no second look.
+        let b = if avail.len() >= len {
+            &avail[..len]
+        } else {
+            if self.input.fill(len)? < len {
+                return Ok(false);
+            }
+            &self.input.available()[..len]
+        };
         if order.u32(&b[len - 4..]) as usize != len {
             return Ok(false);
         }
