@@ -200,6 +200,33 @@ fn flows_equal_tshark_conversations_on_every_corpus_file() {
 /// With `--reassemble`, each datagram counts once, in its ports' conversation, as in
 /// tshark's with defragmentation on (frames equal; bytes differ by design: tshark counts
 /// the completing fragment's frame length, we the whole datagram's).
+/// The packets each way of one conversation, as tshark's and ours count them.
+trait PacketCounts {
+    fn packets(&self) -> (u64, u64);
+}
+
+impl PacketCounts for Counts {
+    fn packets(&self) -> (u64, u64) {
+        (self.0, self.1)
+    }
+}
+
+impl PacketCounts for TsharkCounts {
+    fn packets(&self) -> (u64, u64) {
+        (self.0, self.1)
+    }
+}
+
+/// Each conversation's packet counts each way (the first two counts of tshark's or ours).
+fn packet_counts<C: PacketCounts>(
+    convs: &BTreeMap<Pair, Vec<C>>,
+) -> BTreeMap<Pair, Vec<(u64, u64)>> {
+    convs
+        .iter()
+        .map(|(k, v)| (k.clone(), v.iter().map(C::packets).collect()))
+        .collect()
+}
+
 #[test]
 fn reassembled_flows_count_datagrams_as_tshark_does() {
     if !have("tshark") {
@@ -215,14 +242,7 @@ fn reassembled_flows_count_datagrams_as_tshark_does() {
         let path = corpus(name);
         let theirs = tshark_conversations(&path, true).expect("tshark reads it");
         let ours = our_conversations(&path, &["--reassemble"]);
-        let t: BTreeMap<Pair, Vec<(u64, u64)>> = theirs
-            .iter()
-            .map(|(k, v)| (k.clone(), v.iter().map(|c| (c.0, c.1)).collect()))
-            .collect();
-        let o: BTreeMap<Pair, Vec<(u64, u64)>> = ours
-            .iter()
-            .map(|(k, v)| (k.clone(), v.iter().map(|c| (c.0, c.1)).collect()))
-            .collect();
+        let (t, o) = (packet_counts(&theirs), packet_counts(&ours));
         assert_eq!(o, t, "{name}");
         datagrams += o.len();
     }
@@ -777,14 +797,7 @@ fn reassembled_flows_join_fragments_inside_tunnels() {
 
     let theirs = tshark_conversations(&path, true).expect("tshark reads it");
     let ours = our_conversations(&path, &["--reassemble"]);
-    let t: BTreeMap<Pair, Vec<(u64, u64)>> = theirs
-        .iter()
-        .map(|(k, v)| (k.clone(), v.iter().map(|c| (c.0, c.1)).collect()))
-        .collect();
-    let o: BTreeMap<Pair, Vec<(u64, u64)>> = ours
-        .iter()
-        .map(|(k, v)| (k.clone(), v.iter().map(|c| (c.0, c.1)).collect()))
-        .collect();
+    let (t, o) = (packet_counts(&theirs), packet_counts(&ours));
     assert_eq!(t.len(), 4, "tshark: {t:?}");
     assert_eq!(o, t);
     // Without --reassemble, the inner fragments are not joined: no inner conversation
