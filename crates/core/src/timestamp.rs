@@ -112,11 +112,13 @@ impl fmt::Display for TsResolution {
 #[derive(Clone, Copy)]
 pub struct Timestamp {
     secs: u64,
-    frac: u32,
-    /// The resolution and whether the time stamp is known, packed in one word (see
-    /// [`Label`]): with no padding byte left in the struct, a time stamp moves as two
-    /// words instead of four pieces (callgrind: a pcapng read loop spilled it piecewise).
-    label: Label,
+    /// The fraction of the second (2^-32 s) in the low half; the resolution and whether
+    /// the time stamp is known ([`Label`]) in the high half. Two `u64` fields make the
+    /// struct a scalar pair, which the compiler keeps in two registers: built from
+    /// three fields it was stored in pieces and reloaded with one 16-byte load, a load
+    /// that cannot be forwarded from those stores and waits for them (a pcapng read
+    /// loop did this three times per packet).
+    low: u64,
 }
 
 /// A [`TsResolution`] and the known flag in one `u32`: bits 0-7 the exponent, bit 8 set
@@ -155,34 +157,41 @@ impl Label {
 
 impl Timestamp {
     /// The epoch itself, with nanosecond resolution.
-    pub const ZERO: Timestamp = Timestamp {
-        secs: 0,
-        frac: 0,
-        label: Label::new(TsResolution::NANO, true),
-    };
+    pub const ZERO: Timestamp = Timestamp::pack(0, 0, Label::new(TsResolution::NANO, true));
 
     /// No time stamp: the format recorded none for this packet (pcapng Simple Packet
     /// Blocks). Writers write it as the epoch; summaries leave it out of first and last.
-    pub const NONE: Timestamp = Timestamp {
-        secs: 0,
-        frac: 0,
-        label: Label::new(TsResolution::NANO, false),
-    };
+    pub const NONE: Timestamp = Timestamp::pack(0, 0, Label::new(TsResolution::NANO, false));
+
+    #[inline(always)]
+    const fn pack(secs: u64, frac: u32, label: Label) -> Timestamp {
+        Timestamp {
+            secs,
+            low: frac as u64 | (label.0 as u64) << 32,
+        }
+    }
+
+    /// The fraction of the second, in 2^-32 s.
+    #[inline(always)]
+    const fn frac(self) -> u32 {
+        self.low as u32
+    }
+
+    #[inline(always)]
+    const fn label(self) -> Label {
+        Label((self.low >> 32) as u32)
+    }
 
     /// Whether the packet has a time stamp (see [`Timestamp::NONE`]).
     #[inline]
     pub const fn is_known(self) -> bool {
-        self.label.known()
+        self.label().known()
     }
 
     /// From an ERF 32.32 value (seconds in the upper half, 2^-32 s in the lower half).
     #[inline]
     pub const fn from_erf(raw: u64) -> Timestamp {
-        Timestamp {
-            secs: raw >> 32,
-            frac: raw as u32,
-            label: Label::new(TsResolution::ERF, true),
-        }
+        Timestamp::pack(raw >> 32, raw as u32, Label::new(TsResolution::ERF, true))
     }
 
     /// From whole seconds and microseconds. Microseconds of a second or more carry into
@@ -225,18 +234,14 @@ impl Timestamp {
             TsResolution::Decimal(9) => (units << 32).div_ceil(1_000_000_000),
             TsResolution::Decimal(_) => (units << 32).div_ceil(per_sec),
         };
-        Timestamp {
-            secs,
-            frac: frac as u32,
-            label: Label::new(res, true),
-        }
+        Timestamp::pack(secs, frac as u32, Label::new(res, true))
     }
 
     /// The 32.32 value (the ERF representation). Seconds past 32 bits (after 2106) do
     /// not fit: see [`Timestamp::try_to_erf`].
     #[inline]
     pub const fn to_erf(self) -> u64 {
-        (self.secs << 32) | self.frac as u64
+        (self.secs << 32) | self.frac() as u64
     }
 
     /// The 32.32 value, or `None` when the seconds do not fit 32 bits.
@@ -258,22 +263,23 @@ impl Timestamp {
     /// The fraction of the second, in 2^-32 s.
     #[inline]
     pub const fn fraction(self) -> u32 {
-        self.frac
+        self.frac()
     }
 
     /// Resolution of the source this time stamp came from.
     #[inline]
     pub const fn resolution(self) -> TsResolution {
-        self.label.res()
+        self.label().res()
     }
 
     /// The same instant, labelled with another resolution (no conversion is done).
     #[inline]
     pub const fn with_resolution(self, res: TsResolution) -> Timestamp {
-        Timestamp {
-            label: Label::new(res, self.label.known()),
-            ..self
-        }
+        Timestamp::pack(
+            self.secs,
+            self.frac(),
+            Label::new(res, self.label().known()),
+        )
     }
 
     /// Whole seconds and units of `res`: the conversion every writer uses. From a binary
@@ -287,7 +293,7 @@ impl Timestamp {
         match (res, self.resolution()) {
             (TsResolution::Decimal(_), TsResolution::Binary(_)) => {
                 let per = res.units_per_second();
-                let frac = u64::from(self.frac);
+                let frac = u64::from(self.frac());
                 let units = (frac * per + (1 << 31)) >> 32;
                 if units >= per {
                     (secs.saturating_add(1), units - per)
@@ -303,7 +309,7 @@ impl Timestamp {
     /// for the conversion writers use).
     #[inline]
     pub fn subsec_units(self, res: TsResolution) -> u64 {
-        let frac = u64::from(self.frac);
+        let frac = u64::from(self.frac());
         match res {
             TsResolution::Binary(n) => frac >> (32 - u32::from(n.min(32))),
             TsResolution::Decimal(_) => (frac * res.units_per_second()) >> 32,
@@ -403,24 +409,24 @@ impl Timestamp {
     /// `self + d`, or `None` past the last representable second. The resolution stays
     /// that of `self`.
     pub fn checked_add(self, d: Duration) -> Option<Timestamp> {
-        let frac = Timestamp::from_units(0, u64::from(d.subsec_nanos()), TsResolution::NANO).frac;
-        let (frac, carry) = self.frac.overflowing_add(frac);
+        let frac = Timestamp::from_units(0, u64::from(d.subsec_nanos()), TsResolution::NANO).frac();
+        let (frac, carry) = self.frac().overflowing_add(frac);
         let secs = self
             .secs
             .checked_add(d.as_secs())?
             .checked_add(u64::from(carry))?;
-        Some(Timestamp { secs, frac, ..self })
+        Some(Timestamp::pack(secs, frac, self.label()))
     }
 
     /// `self - d`, or `None` before the epoch. The resolution stays that of `self`.
     pub fn checked_sub(self, d: Duration) -> Option<Timestamp> {
-        let frac = Timestamp::from_units(0, u64::from(d.subsec_nanos()), TsResolution::NANO).frac;
-        let (frac, borrow) = self.frac.overflowing_sub(frac);
+        let frac = Timestamp::from_units(0, u64::from(d.subsec_nanos()), TsResolution::NANO).frac();
+        let (frac, borrow) = self.frac().overflowing_sub(frac);
         let secs = self
             .secs
             .checked_sub(d.as_secs())?
             .checked_sub(u64::from(borrow))?;
-        Some(Timestamp { secs, frac, ..self })
+        Some(Timestamp::pack(secs, frac, self.label()))
     }
 }
 
@@ -498,7 +504,7 @@ impl TryFrom<Timestamp> for SystemTime {
 
 impl PartialEq for Timestamp {
     fn eq(&self, other: &Self) -> bool {
-        (self.secs, self.frac) == (other.secs, other.frac)
+        (self.secs, self.frac()) == (other.secs, other.frac())
     }
 }
 
@@ -512,13 +518,13 @@ impl PartialOrd for Timestamp {
 
 impl Ord for Timestamp {
     fn cmp(&self, other: &Self) -> Ordering {
-        (self.secs, self.frac).cmp(&(other.secs, other.frac))
+        (self.secs, self.frac()).cmp(&(other.secs, other.frac()))
     }
 }
 
 impl std::hash::Hash for Timestamp {
     fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
-        (self.secs, self.frac).hash(state);
+        (self.secs, self.frac()).hash(state);
     }
 }
 
