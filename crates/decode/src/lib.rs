@@ -134,7 +134,7 @@ pub struct Decoded<'a> {
     max_depth: u8,
     ports: TunnelPorts,
     link: Cell<Option<LinkInfo>>,
-    net: Cell<Option<NetInfo>>,
+    net: net::NetMemo,
     anomalies: Cell<Anomalies>,
 }
 
@@ -163,7 +163,7 @@ impl<'a> Decoded<'a> {
             max_depth: DEFAULT_MAX_DEPTH,
             ports: TunnelPorts::default(),
             link: Cell::new(None),
-            net: Cell::new(None),
+            net: net::NetMemo::default(),
             anomalies: Cell::new(Anomalies::NONE),
         }
     }
@@ -244,7 +244,7 @@ impl<'a> Decoded<'a> {
     fn walk_net(&self) -> NetInfo {
         let li = self.link_info();
         let n = self.noting(|an| net::walk(self.data, &li, self.wire_len, an));
-        self.net.set(Some(n));
+        self.net.set(&n);
         n
     }
 

@@ -6,6 +6,7 @@ use crate::ethernet::ethertype;
 use crate::ipv4::{self, Ipv4Header};
 use crate::ipv6::{self, Ipv6Header};
 use crate::link::LinkInfo;
+use std::cell::Cell;
 
 /// The network layer.
 #[derive(Clone, Copy, Debug)]
@@ -114,5 +115,82 @@ pub(crate) fn walk(data: &[u8], li: &LinkInfo, wire_len: u32, an: &mut Anomalies
         ethertype::IPV4 => ipv4::walk(b, off, wire, an),
         ethertype::IPV6 => ipv6::walk(b, off, wire, an),
         _ => NetInfo::default(),
+    }
+}
+
+/// The memo of the network walk ([`NetInfo`]) as four words, each in its own cell.
+///
+/// A `Cell<Option<NetInfo>>` was written field by field after the walk and read back
+/// with 16-byte loads that straddled those stores; a load that no single store covers
+/// cannot be forwarded and waits for the stores to reach the cache (T2 asks for the TCP
+/// header and then the payload length, reading the memo right after writing it). Words
+/// are written and read whole, so every load is served by the store of the same word.
+#[derive(Clone, Default)]
+pub(crate) struct NetMemo {
+    /// `ip_off`, `l4_off`.
+    offsets: Cell<u64>,
+    /// `declared_end`, `avail_end`.
+    ends: Cell<u64>,
+    /// The fragment: `id`, `offset` (bits 32-47), `more` (bit 48).
+    frag: Cell<u64>,
+    /// `version`, `proto` (bits 8-15), `l4` (bits 16-23), [`NetMemo::HAS_FRAG`],
+    /// [`NetMemo::KNOWN`].
+    tags: Cell<u64>,
+}
+
+impl NetMemo {
+    const HAS_FRAG: u64 = 1 << 24;
+    const KNOWN: u64 = 1 << 32;
+
+    /// The walk's result, once [`NetMemo::set`] has stored one.
+    #[inline(always)]
+    pub fn get(&self) -> Option<NetInfo> {
+        let tags = self.tags.get();
+        if tags & NetMemo::KNOWN == 0 {
+            return None;
+        }
+        let (offsets, ends) = (self.offsets.get(), self.ends.get());
+        let frag = (tags & NetMemo::HAS_FRAG != 0).then(|| {
+            let f = self.frag.get();
+            Fragment {
+                id: f as u32,
+                offset: (f >> 32) as u16,
+                more: f & (1 << 48) != 0,
+            }
+        });
+        Some(NetInfo {
+            version: tags as u8,
+            ip_off: offsets as u32,
+            l4_off: (offsets >> 32) as u32,
+            declared_end: ends as u32,
+            avail_end: (ends >> 32) as u32,
+            proto: (tags >> 8) as u8,
+            l4: match (tags >> 16) as u8 {
+                1 => L4State::Present,
+                2 => L4State::Fragment,
+                _ => L4State::Absent,
+            },
+            frag,
+        })
+    }
+
+    /// Stores the walk's result.
+    #[inline(always)]
+    pub fn set(&self, n: &NetInfo) {
+        let word = |lo: u32, hi: u32| u64::from(lo) | u64::from(hi) << 32;
+        self.offsets.set(word(n.ip_off, n.l4_off));
+        self.ends.set(word(n.declared_end, n.avail_end));
+        let l4 = match n.l4 {
+            L4State::Absent => 0u64,
+            L4State::Present => 1,
+            L4State::Fragment => 2,
+        };
+        let mut tags = u64::from(n.version) | u64::from(n.proto) << 8 | l4 << 16 | NetMemo::KNOWN;
+        if let Some(f) = n.frag {
+            self.frag
+                .set(u64::from(f.id) | u64::from(f.offset) << 32 | u64::from(f.more) << 48);
+            tags |= NetMemo::HAS_FRAG;
+        }
+        self.tags.set(tags);
     }
 }
