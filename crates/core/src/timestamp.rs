@@ -171,12 +171,6 @@ impl Timestamp {
         }
     }
 
-    /// The fraction of the second, in 2^-32 s.
-    #[inline(always)]
-    const fn frac(self) -> u32 {
-        self.low as u32
-    }
-
     #[inline(always)]
     const fn label(self) -> Label {
         Label((self.low >> 32) as u32)
@@ -241,7 +235,7 @@ impl Timestamp {
     /// not fit: see [`Timestamp::try_to_erf`].
     #[inline]
     pub const fn to_erf(self) -> u64 {
-        (self.secs << 32) | self.frac() as u64
+        (self.secs << 32) | self.fraction() as u64
     }
 
     /// The 32.32 value, or `None` when the seconds do not fit 32 bits.
@@ -263,7 +257,7 @@ impl Timestamp {
     /// The fraction of the second, in 2^-32 s.
     #[inline]
     pub const fn fraction(self) -> u32 {
-        self.frac()
+        self.low as u32
     }
 
     /// Resolution of the source this time stamp came from.
@@ -277,7 +271,7 @@ impl Timestamp {
     pub const fn with_resolution(self, res: TsResolution) -> Timestamp {
         Timestamp::pack(
             self.secs,
-            self.frac(),
+            self.fraction(),
             Label::new(res, self.label().known()),
         )
     }
@@ -293,7 +287,7 @@ impl Timestamp {
         match (res, self.resolution()) {
             (TsResolution::Decimal(_), TsResolution::Binary(_)) => {
                 let per = res.units_per_second();
-                let frac = u64::from(self.frac());
+                let frac = u64::from(self.fraction());
                 let units = (frac * per + (1 << 31)) >> 32;
                 if units >= per {
                     (secs.saturating_add(1), units - per)
@@ -309,7 +303,7 @@ impl Timestamp {
     /// for the conversion writers use).
     #[inline]
     pub fn subsec_units(self, res: TsResolution) -> u64 {
-        let frac = u64::from(self.frac());
+        let frac = u64::from(self.fraction());
         match res {
             TsResolution::Binary(n) => frac >> (32 - u32::from(n.min(32))),
             TsResolution::Decimal(_) => (frac * res.units_per_second()) >> 32,
@@ -409,8 +403,9 @@ impl Timestamp {
     /// `self + d`, or `None` past the last representable second. The resolution stays
     /// that of `self`.
     pub fn checked_add(self, d: Duration) -> Option<Timestamp> {
-        let frac = Timestamp::from_units(0, u64::from(d.subsec_nanos()), TsResolution::NANO).frac();
-        let (frac, carry) = self.frac().overflowing_add(frac);
+        let frac =
+            Timestamp::from_units(0, u64::from(d.subsec_nanos()), TsResolution::NANO).fraction();
+        let (frac, carry) = self.fraction().overflowing_add(frac);
         let secs = self
             .secs
             .checked_add(d.as_secs())?
@@ -420,8 +415,9 @@ impl Timestamp {
 
     /// `self - d`, or `None` before the epoch. The resolution stays that of `self`.
     pub fn checked_sub(self, d: Duration) -> Option<Timestamp> {
-        let frac = Timestamp::from_units(0, u64::from(d.subsec_nanos()), TsResolution::NANO).frac();
-        let (frac, borrow) = self.frac().overflowing_sub(frac);
+        let frac =
+            Timestamp::from_units(0, u64::from(d.subsec_nanos()), TsResolution::NANO).fraction();
+        let (frac, borrow) = self.fraction().overflowing_sub(frac);
         let secs = self
             .secs
             .checked_sub(d.as_secs())?
@@ -504,7 +500,7 @@ impl TryFrom<Timestamp> for SystemTime {
 
 impl PartialEq for Timestamp {
     fn eq(&self, other: &Self) -> bool {
-        (self.secs, self.frac()) == (other.secs, other.frac())
+        (self.secs, self.fraction()) == (other.secs, other.fraction())
     }
 }
 
@@ -518,13 +514,13 @@ impl PartialOrd for Timestamp {
 
 impl Ord for Timestamp {
     fn cmp(&self, other: &Self) -> Ordering {
-        (self.secs, self.frac()).cmp(&(other.secs, other.frac()))
+        (self.secs, self.fraction()).cmp(&(other.secs, other.fraction()))
     }
 }
 
 impl std::hash::Hash for Timestamp {
     fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
-        (self.secs, self.frac()).hash(state);
+        (self.secs, self.fraction()).hash(state);
     }
 }
 
