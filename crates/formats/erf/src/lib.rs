@@ -40,5 +40,5 @@ pub mod record;
 mod writer;
 
 pub use reader::{ErfFormat, ErfNotes, ErfReader, ErfReaderOptions};
-pub use record::{DETECT_LEN, DecodedRecord, decode_record, looks_like_erf};
+pub use record::{DETECT_LEN, DecodedRecord, decode_ethernet, decode_record, looks_like_erf};
 pub use writer::{ErfWriter, ErfWriterOptions};

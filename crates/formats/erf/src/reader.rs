@@ -5,7 +5,9 @@ use tracekit_core::{
 };
 use tracekit_io::{Input, Reader};
 
-use crate::record::{DecodedRecord, ErfPayload, ErfType, HEADER_LEN, decode_record, field};
+use crate::record::{
+    DecodedRecord, ErfPayload, ErfType, HEADER_LEN, decode_ethernet, decode_record, field,
+};
 
 /// How an [`ErfReader`] reads.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -200,6 +202,15 @@ impl ErfFormat {
                 }
                 &self.input.available()[..rlen]
             };
+            // The common record takes a path of its own: nothing to note but the
+            // card's flags.
+            if let Some(rec) = decode_ethernet(b) {
+                if rec.flags & 0x38 != 0 {
+                    self.notes.note_flags(rec.flags);
+                }
+                self.hand_out(record, rlen, &rec);
+                return Ok(true);
+            }
             let rec = match decode_record(b) {
                 Ok(rec) => rec,
                 Err(e) => return Err(self.error_here(e)),
@@ -216,14 +227,21 @@ impl ErfFormat {
                 continue;
             }
             self.notes.count(&rec);
-            self.lost += u64::from(rec.meta.loss);
-            self.last_link[rec.meta.interface as usize] = Some(rec.meta.link);
-            let start = self.input.window_pos();
-            self.input.consume(rlen);
-            self.packets += 1;
-            *record = Record::new(start + rec.data_at, rec.caplen, rec.meta);
+            self.hand_out(record, rlen, &rec);
             return Ok(true);
         }
+    }
+
+    /// Hands out `rec`, the record of `rlen` bytes at the current position, as the next
+    /// packet: counts its losses, notes its interface's link type, moves past it.
+    #[inline(always)]
+    fn hand_out(&mut self, record: &mut Record, rlen: usize, rec: &DecodedRecord) {
+        self.lost += u64::from(rec.meta.loss);
+        self.last_link[rec.meta.interface as usize] = Some(rec.meta.link);
+        let start = self.input.window_pos();
+        self.input.consume(rlen);
+        self.packets += 1;
+        *record = Record::new(start + rec.data_at, rec.caplen, rec.meta);
     }
 }
 
@@ -244,7 +262,7 @@ impl ErfNotes {
     }
 
     #[cold]
-    fn note_flags(&mut self, flags: u8) {
+    pub(crate) fn note_flags(&mut self, flags: u8) {
         if flags & 0x08 != 0 {
             self.truncated += 1;
         }

@@ -63,11 +63,59 @@ impl DecodedRecord {
     }
 }
 
+/// Decodes the common record, Ethernet without extension headers, the way
+/// [`decode_record`] does; `None` for every other record. Readers try it first: its
+/// result needs none of the general path's branches (type table, extension headers,
+/// colour types), and [`decode_record`] itself starts with it.
+#[inline(always)]
+pub fn decode_ethernet(record: &[u8]) -> Option<DecodedRecord> {
+    use tracekit_core::{Direction, LinkType, Meta, PacketKind, Timestamp};
+    let b = record;
+    let rlen = b.len();
+    let at = HEADER_LEN + ErfPayload::Ethernet.type_header_len();
+    if rlen < at || b[field::TYPE] != ErfType::ETH.0 {
+        return None;
+    }
+    let flags = b[field::FLAGS];
+    let wlen = u16::from_be_bytes([b[field::WLEN.start], b[field::WLEN.start + 1]]);
+    Some(DecodedRecord {
+        erf_type: ErfType::ETH,
+        flags,
+        framing: HEADER_LEN,
+        data_at: at,
+        caplen: (rlen - at).min(usize::from(wlen)),
+        meta: Meta {
+            ts: Timestamp::from_erf(u64::from_le_bytes(
+                b[field::TS].try_into().unwrap_or_default(),
+            )),
+            wire_len: u32::from(wlen),
+            link: LinkType::ETHERNET,
+            interface: u32::from(flags & 0x03),
+            direction: Direction::Unknown,
+            loss: u32::from(u16::from_be_bytes([
+                b[field::LCTR.start],
+                b[field::LCTR.start + 1],
+            ])),
+            kind: PacketKind::Data,
+        },
+    })
+}
+
 /// Decodes one record; `record` is exactly its `rlen` bytes (at least [`HEADER_LEN`]).
 /// The error says what is wrong with it (extension headers past its end, no room for
 /// its type header); the caller adds where it is.
 #[inline(always)]
 pub fn decode_record(record: &[u8]) -> Result<DecodedRecord, tracekit_core::Error> {
+    match decode_ethernet(record) {
+        Some(rec) => Ok(rec),
+        None => decode_any(record),
+    }
+}
+
+/// The general path of [`decode_record`]: every record type, extension headers,
+/// colour types.
+#[inline(always)]
+fn decode_any(record: &[u8]) -> Result<DecodedRecord, tracekit_core::Error> {
     use tracekit_core::{Direction, Error, LinkType, Meta, PacketKind, Timestamp};
     let b = record;
     let rlen = b.len();
@@ -234,6 +282,62 @@ fn leading_good_records(head: &[u8]) -> usize {
         off += rlen;
     }
     checked
+}
+
+#[cfg(test)]
+mod decode_tests {
+    use super::*;
+
+    /// The Ethernet shortcut gives what the general path gives, over lengths (short,
+    /// cut by `wlen`, padded), flags (interfaces, card errors) and loss counters; and
+    /// it declines every other record.
+    #[test]
+    fn ethernet_shortcut_agrees_with_the_general_path() {
+        let mut checked = 0;
+        for rlen in [18usize, 19, 24, 64, 80, 96, 1518] {
+            for wlen in [0u16, 1, 46, 60, 62, 1514, 9000] {
+                for flags in [0u8, 0x01, 0x03, 0x04, 0x08, 0x3f] {
+                    for lctr in [0u16, 1, 0xffff] {
+                        let mut rec = vec![0u8; rlen];
+                        rec[0..8].copy_from_slice(&0x5f00_0000_8000_0000u64.to_le_bytes());
+                        rec[field::TYPE] = ErfType::ETH.0;
+                        rec[field::FLAGS] = flags;
+                        rec[field::RLEN].copy_from_slice(&(rlen as u16).to_be_bytes());
+                        rec[field::LCTR].copy_from_slice(&lctr.to_be_bytes());
+                        rec[field::WLEN].copy_from_slice(&wlen.to_be_bytes());
+                        for (i, byte) in rec[HEADER_LEN..].iter_mut().enumerate() {
+                            *byte = i as u8;
+                        }
+                        let fast = decode_ethernet(&rec).expect("an Ethernet record");
+                        assert_eq!(Some(fast), decode_any(&rec).ok(), "{rlen} {wlen} {flags}");
+                        assert_eq!(fast.packet(&rec).len(), (rlen - 18).min(usize::from(wlen)));
+                        checked += 1;
+                    }
+                }
+            }
+        }
+        assert_eq!(checked, 7 * 7 * 6 * 3);
+        // Not the shortcut's: extension headers, colour Ethernet, other types, no room.
+        let mut ext = [0u8; 32];
+        ext[field::TYPE] = 0x80 | ErfType::ETH.0;
+        ext[field::RLEN].copy_from_slice(&32u16.to_be_bytes());
+        assert_eq!(decode_ethernet(&ext), None);
+        assert_eq!(decode_record(&ext).unwrap().framing, HEADER_LEN + EXT_LEN);
+        for t in [
+            ErfType::COLOR_ETH,
+            ErfType::IPV4,
+            ErfType::META,
+            ErfType::PAD,
+        ] {
+            let mut other = [0u8; 32];
+            other[field::TYPE] = t.0;
+            assert_eq!(decode_ethernet(&other), None, "{t}");
+        }
+        let mut short = [0u8; 17];
+        short[field::TYPE] = ErfType::ETH.0;
+        assert_eq!(decode_ethernet(&short), None);
+        assert!(decode_record(&short).is_err());
+    }
 }
 
 #[cfg(test)]
