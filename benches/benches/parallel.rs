@@ -1,10 +1,15 @@
 //! `tracekit::parallel` benchmarks, side by side in one criterion run:
 //!
-//! - `parallel_overhead/*`: a worker that only counts, through `Parallel` with one worker,
-//!   against the plain single-threaded loop: the difference per packet is what the
-//!   distribution machinery (reader thread, dealing, lending from shared buffers) costs.
+//! - `parallel_overhead/*`: a worker that only counts, against the plain single-threaded
+//!   loop: through `Parallel` with one worker (run by the reader thread: the machinery's
+//!   fixed cost), and with two workers where the reader's takes no share (`dealt_1`:
+//!   every packet dealt to a worker thread, so the difference per packet is what dealing
+//!   costs: choosing, position lists, hand-over, lending from shared buffers).
 //! - `parallel_ports/*` and `parallel_scans/*`: the libtrace paper's Ports and Scans
-//!   analyses on one thread, and through `Parallel` with 1 and 2 workers.
+//!   analyses on one thread, and through `Parallel` with 1 and 2 workers (2 threads: the
+//!   reader runs worker 0 on its share).
+//! - `parallel_share/*`: Ports and Scans on 2 workers with the reader's share from 0 to
+//!   0.3 (the default is 0.09).
 //!
 //! Inputs: the generator's trace at full size and cut to 96 bytes (`target/bench-data/`).
 
@@ -70,11 +75,12 @@ fn one_thread<W: Worker<Item = ()>>(path: &str, mut w: W) -> W {
 }
 
 fn parallel<W: Worker>(path: &str, workers: usize, make: impl Fn(usize) -> W + Sync) -> Vec<W> {
+    run(path, Parallel::new(workers), make)
+}
+
+fn run<W: Worker>(path: &str, run: Parallel, make: impl Fn(usize) -> W + Sync) -> Vec<W> {
     let mut source = tracekit::open(path).unwrap();
-    Parallel::new(workers)
-        .run(&mut source, make, |_, _| {})
-        .unwrap()
-        .workers
+    run.run(&mut source, make, |_, _| {}).unwrap().workers
 }
 
 fn benches(c: &mut Criterion) {
@@ -95,6 +101,10 @@ fn benches(c: &mut Criterion) {
         });
         group.bench_function("parallel_1", |b| {
             b.iter(|| black_box(parallel(&path, 1, |_| Count(0, 0)).len()))
+        });
+        group.bench_function("dealt_1", |b| {
+            let all_dealt = || Parallel::new(2).reader_share(0.0);
+            b.iter(|| black_box(run(&path, all_dealt(), |_| Count(0, 0)).len()))
         });
         group.finish();
 
@@ -123,6 +133,22 @@ fn benches(c: &mut Criterion) {
             });
         }
         group.finish();
+
+        if snaplen == 96 {
+            let mut group = c.benchmark_group(format!("parallel_share/{name}"));
+            group.sample_size(15);
+            group.throughput(Throughput::Elements(packets));
+            for share in [0.0, 0.1, 0.2, 0.3] {
+                let two = || Parallel::new(2).reader_share(share);
+                group.bench_function(format!("ports_{share}"), |b| {
+                    b.iter(|| black_box(run(&path, two(), |_| PortsWorker(Ports::new())).len()))
+                });
+                group.bench_function(format!("scans_{share}"), |b| {
+                    b.iter(|| black_box(run(&path, two(), |_| Scans::default()).len()))
+                });
+            }
+            group.finish();
+        }
     }
 }
 

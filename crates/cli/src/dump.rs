@@ -28,7 +28,7 @@ pub struct DumpArgs {
     /// Also print the captured bytes in hex.
     #[arg(short = 'x', long)]
     hex: bool,
-    /// Worker threads beside the reading thread (0: one per core but the reader's; 1, the
+    /// Threads, the reading thread among them, which works too (0: one per core; 1, the
     /// default: everything on one thread). Packets are decoded in parallel and printed
     /// in file order: the output is that of one thread.
     #[arg(long, default_value_t = 1, value_parser = crate::parse_workers)]

@@ -71,8 +71,8 @@ pub struct ExportArgs {
     /// count only them).
     #[arg(short = 'f', long = "filter", value_name = "EXPR")]
     filter: Option<String>,
-    /// Worker threads beside the reading thread (1, the default: everything on one
-    /// thread; 0: one per core but the reader's). Packets: rows are built by the
+    /// Threads, the reading thread among them, which works too (1, the default:
+    /// everything on one thread; 0: one per core). Packets: rows are built by the
     /// workers in batches (one partition each) and written as the batches come, so the
     /// rows are not in file order (sort by frame.number). Flows: spread by address pair,
     /// one flow table per worker, as `tracekit flows --threads`.
@@ -369,7 +369,14 @@ fn flows_parallel(args: &ExportArgs, export: &mut ParquetExport) -> Result<Failu
         }
         // The same workers as `tracekit flows --threads`; the filter runs in the reader
         // (flow records have no packet numbers to keep).
-        let (_, ended, _) = crate::numbered::run_parallel(
+        let mut push = |r: &FlowRecord| {
+            if error.is_none()
+                && let Err(e) = export.push_flow(r)
+            {
+                error = Some(e);
+            }
+        };
+        let (mut workers, ended, _) = crate::numbered::run_parallel(
             file,
             args.filter.as_deref(),
             tracekit::parallel::Parallel::new(args.threads),
@@ -377,14 +384,14 @@ fn flows_parallel(args: &ExportArgs, export: &mut ParquetExport) -> Result<Failu
                 table: FlowTable::new(FlowConfig::default()),
                 defrag: None,
             },
-            |_, r| {
-                if error.is_none()
-                    && let Err(e) = export.push_flow(&r)
-                {
-                    error = Some(e);
-                }
-            },
+            |_, r| push(&r),
         )?;
+        // The open flows end at the file's last time stamp, as in `tracekit flows`.
+        let end = workers.iter().map(|w| w.table.now()).max().unwrap_or(0);
+        for w in &mut workers {
+            w.table.expire(end, &mut push);
+            w.table.finish(&mut push);
+        }
         if let Some(e) = error {
             return Err(e.into());
         }

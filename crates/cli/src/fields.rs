@@ -31,7 +31,7 @@ pub struct FieldsArgs {
     /// those of the file).
     #[arg(short = 'f', long = "filter", value_name = "EXPR")]
     filter: Option<String>,
-    /// Worker threads beside the reading thread (0: one per core but the reader's; 1, the
+    /// Threads, the reading thread among them, which works too (0: one per core; 1, the
     /// default: everything on one thread). Lines are formatted in parallel and written
     /// in file order: the output is that of one thread. With `--reassemble`, one thread.
     #[arg(long, default_value_t = 1, value_parser = crate::parse_workers)]

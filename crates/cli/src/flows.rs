@@ -77,8 +77,8 @@ pub struct FlowsArgs {
     /// linux, windows).
     #[arg(long, default_value = "bsd", value_parser = parse_policy)]
     overlap_policy: OverlapPolicy,
-    /// Worker threads beside the reading thread (1, the default: everything on one
-    /// thread; 0: one per core but the reader's). Packets are spread by address pair, so
+    /// Threads, the reading thread among them, which works too (1, the default:
+    /// everything on one thread; 0: one per core). Packets are spread by address pair, so
     /// each flow (and each datagram's fragments) stays on one worker; the records are
     /// those of one thread, in another order.
     #[arg(long, default_value_t = 1, value_parser = crate::parse_workers)]
@@ -390,14 +390,6 @@ impl tracekit::parallel::Worker for FlowsWorker {
         self.table.add(&packet, &mut |r| out.emit(*r));
         Ok(())
     }
-
-    fn finish(
-        &mut self,
-        out: &mut tracekit::parallel::Emit<'_, FlowRecord>,
-    ) -> Result<(), tracekit::Error> {
-        self.table.finish(&mut |r| out.emit(*r));
-        Ok(())
-    }
 }
 
 fn run_parallel(
@@ -434,8 +426,14 @@ fn run_parallel(
                 },
                 |_, r| write(&r, out),
             )?;
-        // Each file's flows end with it: the workers' `finish` handed out the open ones.
-        let (workers, ended, _) = crate::numbered::ended_run(done);
+        // Each file's flows end with it, at the trace time of its last packet: a
+        // worker that saw few packets ends its idle flows then, as one thread would.
+        let (mut workers, ended, _) = crate::numbered::ended_run(done);
+        let end = workers.iter().map(|w| w.table.now()).max().unwrap_or(0);
+        for w in &mut workers {
+            w.table.expire(end, &mut |r| write(r, out));
+            w.table.finish(&mut |r| write(r, out));
+        }
         for w in workers {
             let s = w.table.stats();
             stats.packets += s.packets;

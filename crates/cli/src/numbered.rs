@@ -84,7 +84,7 @@ pub fn defragmenter(reassemble: bool) -> Option<tracekit::flow::Defragmenter> {
 }
 
 /// Whether `--threads` asks for a parallel run: anything but 1 (everything on one
-/// thread); 0 is one worker per core but the reader's.
+/// thread); 0 is one per core (the reader runs one of the workers).
 pub fn is_parallel(threads: usize) -> bool {
     threads != 1
 }

@@ -44,7 +44,7 @@ pub struct RtstatsArgs {
     /// Same as `--format json`.
     #[arg(long)]
     json: bool,
-    /// Worker threads beside the reading thread (0: one per core but the reader's; 1, the
+    /// Threads, the reading thread among them, which works too (0: one per core; 1, the
     /// default: everything on one thread). Packets are spread round-robin and every
     /// worker's counts are added up at each interval's end: the rows are those of one
     /// thread.

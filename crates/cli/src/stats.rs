@@ -29,8 +29,8 @@ pub struct StatsArgs {
     /// Print one JSON object per file.
     #[arg(long)]
     json: bool,
-    /// Worker threads beside the reading thread (0, the default: one per core but the
-    /// reader's; 1: everything on one thread). Packets are spread by flow and the counts
+    /// Threads, the reading thread among them, which works too (0, the default: one per
+    /// core; 1: everything on one thread). Packets are spread by flow and the counts
     /// added up: the figures are those of one thread. On a live interface, one
     /// PACKET_FANOUT member per thread (0: one per core), the kernel spreading by flow.
     #[arg(long, default_value_t = 0, value_parser = crate::parse_workers)]

@@ -677,6 +677,14 @@ impl FlowTable {
         })
     }
 
+    /// The table's trace time: the latest time stamp it was given (nanoseconds since
+    /// the epoch; 0 before any). Tables that share one trace between them (one per
+    /// worker) end it at the latest of theirs: [`expire`](Self::expire), then
+    /// [`finish`](Self::finish), as one table would have.
+    pub fn now(&self) -> u64 {
+        self.now
+    }
+
     /// Ends every flow idle at trace time `now` (nanoseconds since the epoch), for a
     /// caller whose trace went quiet.
     pub fn expire(&mut self, now: u64, emit: &mut impl FnMut(&FlowRecord)) {

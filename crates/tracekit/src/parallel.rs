@@ -1,4 +1,5 @@
-//! Spreading a trace over every core: one reader thread, N workers, one combiner.
+//! Spreading a trace over every core: N workers, the first run by the reader thread,
+//! and one combiner.
 //!
 //! The user writes a [`Worker`] (per-worker state and what to do with a packet, and with
 //! a [`Tick`]); [`Parallel::run`] reads the source on a thread of its own, hands each
@@ -6,6 +7,12 @@
 //! directions of a conversation and every fragment of a datagram reach the same worker,
 //! in file order), passes what workers emit to the caller in the chosen [`Order`], and
 //! returns the workers when the trace is done, for a reduce.
+//!
+//! **The reader works too.** Worker 0 runs on the reader thread: the packets dealt to it
+//! are processed as they are read, lent straight from the input, with no hand-over. It
+//! gets a smaller share of the flows than the others ([`Parallel::reader_share`]), since
+//! reading is its work as well; so N workers keep N cores busy, and one worker is one
+//! thread.
 //!
 //! **No copy, no allocation per packet.** The reader's input keeps the buffers its
 //! window leaves ([`tracekit_io::Input::share_windows`]); the reader sends each worker,
@@ -265,6 +272,9 @@ pub const MAX_WORKERS: usize = 256;
 /// Batches in flight per worker: queued, being processed, or coming back.
 const QUEUE: usize = 4;
 
+/// Worker 0's items are sent to the combiner at least every this many.
+const OWN_ITEMS: usize = 1024;
+
 /// In copy mode, the size of a shared block.
 const COPY_BLOCK: usize = 1 << 18;
 
@@ -272,6 +282,7 @@ const COPY_BLOCK: usize = 1 << 18;
 #[derive(Debug, Clone)]
 pub struct Parallel {
     workers: usize,
+    reader_share: Option<f64>,
     distribution: Distribution,
     tick: Option<TickEvery>,
     order: Order,
@@ -279,19 +290,18 @@ pub struct Parallel {
 }
 
 impl Parallel {
-    /// A run over `workers` workers (0: one per core but the reader's, at least one; at
-    /// most [`MAX_WORKERS`]), by flow, without ticks, items in arrival order. The reader
-    /// is a thread of its own: on 2 cores, 1 worker measured fastest (Ports 1.46× the
-    /// single-threaded loop on 96-byte packets; 2 workers, three threads on two cores,
-    /// 1.0×).
+    /// A run over `workers` workers (0: one per core; at most [`MAX_WORKERS`]), by flow,
+    /// without ticks, items in arrival order. Worker 0 runs on the reader thread, so a
+    /// run takes `workers` threads (and the caller's, for the combiner).
     pub fn new(workers: usize) -> Parallel {
         let workers = if workers == 0 {
-            std::thread::available_parallelism().map_or(1, |n| n.get().saturating_sub(1).max(1))
+            std::thread::available_parallelism().map_or(1, |n| n.get())
         } else {
             workers
         };
         Parallel {
             workers: workers.min(MAX_WORKERS),
+            reader_share: None,
             distribution: Distribution::Flow,
             tick: None,
             order: Order::Arrival,
@@ -302,6 +312,22 @@ impl Parallel {
     /// Workers this run uses.
     pub fn workers(&self) -> usize {
         self.workers
+    }
+
+    /// The share of the flows (of the packets, round-robin) that worker 0, run by the
+    /// reader thread, gets: from 0 (it only reads) to 1. By default a tenth of another
+    /// worker's share: with 2 workers 0.09, with 4 0.03. Reading and dealing every packet
+    /// is most of the reader's time, so it takes little more: on 2 cores and 96-byte
+    /// packets, Scans ran fastest at 0.1 (1.5× one thread, against 1.38× at 0), Ports at
+    /// 0 to 0.1. Not used by [`Distribution::By`], whose user function picks the worker
+    /// itself.
+    pub fn reader_share(mut self, share: f64) -> Parallel {
+        self.reader_share = Some(if share.is_nan() {
+            0.0
+        } else {
+            share.clamp(0.0, 1.0)
+        });
+        self
     }
 
     /// Which worker gets a packet.
@@ -438,9 +464,9 @@ impl Parallel {
         })
     }
 
-    /// Runs: reads `source` on a thread of its own, one worker made by `make(i)` per
-    /// thread, and calls `combine(seq, item)` on this thread with what the workers emit,
-    /// in the run's [`Order`].
+    /// Runs: reads `source` on a thread of its own, which also runs worker 0; one more
+    /// thread per further worker, each made by `make(i)`; calls `combine(seq, item)` on
+    /// this thread with what the workers emit, in the run's [`Order`].
     pub fn run<W, F, C>(
         &self,
         source: &mut Source,
@@ -454,9 +480,10 @@ impl Parallel {
     {
         let n = self.workers;
         let shared = Shared::new(self.stop.clone().unwrap_or_default());
+        // Workers 1.. get batches; worker 0 is the reader's.
         let mut batch_tx = Vec::with_capacity(n);
         let mut batch_rx = Vec::with_capacity(n);
-        for _ in 0..n {
+        for _ in 1..n {
             let (tx, rx) = sync_channel::<Batch>(QUEUE);
             batch_tx.push(tx);
             batch_rx.push(rx);
@@ -473,7 +500,11 @@ impl Parallel {
             items_back_tx.push(tx);
             items_back_rx.push(rx);
         }
-        let distribution = self.distribution.clone();
+        let deal = Deal {
+            distribution: self.distribution.clone(),
+            table: share_table(n, self.reader_share),
+            n,
+        };
         let tick = self.tick;
         let order = self.order;
         let shared = &shared;
@@ -483,21 +514,33 @@ impl Parallel {
         // hand-over a sleep and a wake-up next to the waker), and a run on 2 cores was
         // slower than one thread. With fewer cores than threads, nothing is pinned.
         let cores = core_affinity::get_core_ids().unwrap_or_default();
-        let pin = cores.len() > n;
+        let pin = cores.len() >= n;
         let core = |i: usize| pin.then(|| cores[i % cores.len()]);
+        let mut items_back_rx = items_back_rx.into_iter();
+        let own_back = items_back_rx.next();
         std::thread::scope(|scope| {
             let reader_core = core(0);
+            let own_done = done_tx.clone();
             let reader = scope.spawn(move || {
                 if let Some(c) = reader_core {
                     core_affinity::set_for_current(c);
                 }
-                read_and_deal(source, n, &distribution, tick, &batch_tx, &spare_rx, shared)
+                let own = own_back.map(|back| Own {
+                    worker: make(0),
+                    items: Vec::new(),
+                    stats: WorkerStats::default(),
+                    failed: false,
+                    done_tx: &own_done,
+                    back,
+                });
+                read_and_deal(source, &deal, own, tick, &batch_tx, &spare_rx, shared)
             });
             let mut handles = Vec::with_capacity(n);
             for (i, (rx, back)) in batch_rx.into_iter().zip(items_back_rx).enumerate() {
+                let i = i + 1;
                 let done_tx = done_tx.clone();
                 let spare_tx = spare_tx.clone();
-                let worker_core = core(i + 1);
+                let worker_core = core(i);
                 handles.push(scope.spawn(move || {
                     if let Some(c) = worker_core {
                         core_affinity::set_for_current(c);
@@ -508,14 +551,20 @@ impl Parallel {
             drop(done_tx);
             drop(spare_tx);
             combine_items(n, order, &done_rx, &items_back_tx, &mut combine, shared);
-            let (stats, read_error) = reader.join().unwrap_or_else(|_| {
+            let (stats, read_error, own) = reader.join().unwrap_or_else(|_| {
                 (
                     RunStats::default(),
                     Some(Error::unsupported("the reader thread panicked")),
+                    None,
                 )
             });
             let mut stats = stats;
             let mut workers = Vec::with_capacity(n);
+            let Some((w, s)) = own else {
+                return Err(Error::unsupported("the reader thread panicked"));
+            };
+            workers.push(w);
+            stats.workers.push(s);
             for h in handles {
                 match h.join() {
                     Ok((w, s)) => {
@@ -543,6 +592,116 @@ impl Parallel {
                 error,
             })
         })
+    }
+}
+
+/// Buckets of the weighted choice of a worker: a flow hash (or a packet number, round
+/// robin) picks one of them, and the bucket names the worker.
+const BUCKETS: usize = 256;
+
+/// Which worker each bucket is for: worker 0, the reader's, gets `share` of them (by
+/// default a tenth of another worker's share), spread evenly; the others get the rest
+/// in turn.
+fn share_table(n: usize, share: Option<f64>) -> [u8; BUCKETS] {
+    let mut table = [0u8; BUCKETS];
+    if n <= 1 {
+        return table;
+    }
+    let share = share.unwrap_or(0.1 / (0.1 + (n - 1) as f64));
+    let own = ((BUCKETS as f64 * share).round() as usize).min(BUCKETS);
+    let mut next = 1;
+    for (b, slot) in table.iter_mut().enumerate() {
+        if (b + 1) * own / BUCKETS > b * own / BUCKETS {
+            *slot = 0;
+        } else {
+            *slot = next as u8;
+            next = if next + 1 == n { 1 } else { next + 1 };
+        }
+    }
+    table
+}
+
+/// How the reader chooses a packet's worker.
+struct Deal {
+    distribution: Distribution,
+    table: [u8; BUCKETS],
+    n: usize,
+}
+
+/// Worker 0, run by the reader thread: the packets dealt to it are processed as they are
+/// read, lent straight from the reader's input (no positions, no hand-over).
+struct Own<'a, W: Worker> {
+    worker: W,
+    items: Vec<(u64, W::Item)>,
+    stats: WorkerStats,
+    failed: bool,
+    done_tx: &'a SyncSender<Done<W::Item>>,
+    back: Receiver<Vec<(u64, W::Item)>>,
+}
+
+impl<W: Worker> Own<'_, W> {
+    /// Ticks that come before the packet being read.
+    fn ticks(&mut self, run: &TickRun, shared: &Shared) {
+        if self.failed {
+            return;
+        }
+        let limit = shared.limit.load(Ordering::Relaxed);
+        if let Err((at, e)) = run_ticks(&mut self.worker, run, &mut self.items, limit) {
+            fail(shared, at, e);
+            self.failed = true;
+        }
+    }
+
+    /// Packet `seq`, dealt to worker 0.
+    #[inline]
+    fn packet(&mut self, p: &Packet<'_>, seq: u64, shared: &Shared) {
+        if self.failed || seq >= shared.limit.load(Ordering::Relaxed) {
+            return;
+        }
+        self.stats.packets += 1;
+        let mut out = Emit {
+            key: packet_key(seq),
+            items: &mut self.items,
+        };
+        if let Err(e) = self.worker.packet(p, &mut out) {
+            fail(shared, seq, e);
+            self.failed = true;
+        }
+    }
+
+    /// The items so far to the combiner, with the progress: every packet before `seq`
+    /// was seen.
+    fn send(&mut self, seq: u64) {
+        self.stats.batches += 1;
+        let fresh = self.back.try_recv().unwrap_or_default();
+        let items = std::mem::replace(&mut self.items, fresh);
+        let upto = if self.failed { u64::MAX } else { tick_key(seq) };
+        let _ = self.done_tx.send(Done {
+            worker: 0,
+            items,
+            upto,
+        });
+    }
+
+    /// The end of the input at packet `end`: `finish`, the last items.
+    fn finish(mut self, end: u64, shared: &Shared) -> (W, WorkerStats) {
+        if !self.failed {
+            let at = end.min(shared.limit.load(Ordering::Relaxed));
+            let mut out = Emit {
+                key: tick_key(at),
+                items: &mut self.items,
+            };
+            if let Err(e) = self.worker.finish(&mut out) {
+                fail(shared, at, e);
+            }
+        }
+        let items = std::mem::take(&mut self.items);
+        let _ = self.done_tx.send(Done {
+            worker: 0,
+            items,
+            upto: u64::MAX,
+        });
+        (self.worker, self.stats)
     }
 }
 
@@ -651,17 +810,18 @@ impl Shared {
     }
 }
 
-/// The reader: reads, chooses workers, deals per buffer; returns its figures and the
-/// read error, if any.
-fn read_and_deal(
+/// The reader: reads, chooses workers, runs worker 0 on its packets, deals the others'
+/// per buffer; returns its figures, the read error, if any, and worker 0.
+fn read_and_deal<W: Worker>(
     source: &mut Source,
-    n: usize,
-    distribution: &Distribution,
+    deal: &Deal,
+    mut own: Option<Own<'_, W>>,
     tick: Option<TickEvery>,
     batch_tx: &[SyncSender<Batch>],
     spare_rx: &Receiver<Lists>,
     shared: &Shared,
-) -> (RunStats, Option<Error>) {
+) -> (RunStats, Option<Error>, Option<(W, WorkerStats)>) {
+    let n = deal.n;
     let sharing = source.input_mut().is_some_and(|i| i.share_windows());
     let mut dealer = Dealer {
         n,
@@ -669,8 +829,10 @@ fn read_and_deal(
         batch_tx,
         spare_rx,
         blocked: Duration::ZERO,
-        closed: false,
+        closed: n == 1,
+        dealt: 0,
     };
+    let mut own_sent = 0;
     let mut stats = RunStats {
         copied: !sharing,
         ..RunStats::default()
@@ -687,28 +849,41 @@ fn read_and_deal(
     loop {
         if shared.stop.load(Ordering::Relaxed)
             || shared.halt.load(Ordering::Relaxed)
-            || dealer.closed
+            || (dealer.closed && own.is_none())
         {
             break;
         }
         // What the reader needs of the packet, taken while it is lent; positions are
         // found after (the packet in hand, not the record stored behind it, which would be
-        // read back in pieces).
-        let (w, ts, data, options, meta) = match source.next_packet() {
+        // read back in pieces). The ticks before the packet go first: into the lists of
+        // the batches being filled (after the packets already there, so a tick that ends
+        // up last in a batch still comes before this packet) and to worker 0.
+        let (w, data, options, meta) = match source.next_packet() {
             Ok(Some(p)) => {
-                let w = choose(distribution, &p, seq, n);
-                let data = (p.data().as_ptr() as usize, p.data().len());
-                let options = p
-                    .options()
-                    .map(|o| (o.bytes().as_ptr() as usize, o.bytes().len(), o.byte_order()));
+                let w = deal.choose(&p, seq);
                 let meta = *p.meta();
-                let ts = meta.ts.as_unix_nanos();
-                if !sharing {
-                    ticker.before(seq, ts, |run| dealer.tick(run));
-                    let slot = copy.add(&p, &mut dealer, seq);
-                    dealer.pending[w].slots.push(slot);
+                ticker.before(seq, meta.ts.as_unix_nanos(), |run| {
+                    dealer.tick(run);
+                    if let Some(own) = own.as_mut() {
+                        own.ticks(&run, shared);
+                    }
+                });
+                if w == 0
+                    && let Some(own) = own.as_mut()
+                {
+                    own.packet(&p, seq, shared);
+                    (w, (0, 0), None, meta)
+                } else {
+                    let data = (p.data().as_ptr() as usize, p.data().len());
+                    let options = p
+                        .options()
+                        .map(|o| (o.bytes().as_ptr() as usize, o.bytes().len(), o.byte_order()));
+                    if !sharing {
+                        let slot = copy.add(&p, &mut dealer, seq);
+                        dealer.pending[w].slots.push(slot);
+                    }
+                    (w, data, options, meta)
                 }
-                (w, ts, data, options, meta)
             }
             Ok(None) => break,
             Err(e) => {
@@ -727,10 +902,10 @@ fn read_and_deal(
                 }
                 generation = g;
             }
-            ticker.before(seq, ts, |run| dealer.tick(run));
         }
         let start = match sharing {
             false => None,
+            true if w == 0 && own.is_some() => None,
             true => match source
                 .input_mut()
                 .and_then(|i| i.window_offset(data.0, data.1))
@@ -774,6 +949,14 @@ fn read_and_deal(
             });
         }
         seq += 1;
+        // With each buffer dealt (or every so many items), worker 0's items and progress
+        // go to the combiner too.
+        if let Some(own) = own.as_mut()
+            && (dealer.dealt != own_sent || own.items.len() >= OWN_ITEMS)
+        {
+            own.send(seq);
+            own_sent = dealer.dealt;
+        }
     }
     // The last buffer: the one the window left while looking for more, or the current
     // one.
@@ -793,7 +976,7 @@ fn read_and_deal(
     }
     stats.packets = seq;
     stats.reader_blocked = dealer.blocked;
-    (stats, error)
+    (stats, error, own.map(|o| o.finish(seq, shared)))
 }
 
 /// With [`TickEvery::TraceTime`], the longest run of empty intervals that gets a tick
@@ -871,13 +1054,16 @@ struct Dealer<'a> {
     batch_tx: &'a [SyncSender<Batch>],
     spare_rx: &'a Receiver<Lists>,
     blocked: Duration,
-    /// Every worker is gone.
+    /// Every worker thread is gone (or there is none).
     closed: bool,
+    /// Buffers dealt.
+    dealt: u64,
 }
 
 impl Dealer<'_> {
+    /// Ticks into the lists of workers 1.. (worker 0 runs them as it reads).
     fn tick(&mut self, tick: TickRun) {
-        for p in &mut self.pending {
+        for p in self.pending.iter_mut().skip(1) {
             p.ticks.push((p.slots.len(), tick));
         }
     }
@@ -885,8 +1071,12 @@ impl Dealer<'_> {
     /// Sends every worker its share of `block` (possibly nothing: the batch still
     /// carries the progress).
     fn deal(&mut self, block: Arc<Vec<u8>>, end_seq: u64) {
+        self.dealt += 1;
+        if self.n == 1 {
+            return;
+        }
         let mut sent = 0;
-        for w in 0..self.n {
+        for w in 1..self.n {
             let fresh = match self.spare_rx.try_recv() {
                 Ok(mut lists) => {
                     lists.slots.clear();
@@ -902,7 +1092,7 @@ impl Dealer<'_> {
                 ticks,
                 end_seq,
             };
-            let batch = match self.batch_tx[w].try_send(batch) {
+            let batch = match self.batch_tx[w - 1].try_send(batch) {
                 Ok(()) => {
                     sent += 1;
                     continue;
@@ -911,7 +1101,7 @@ impl Dealer<'_> {
                 Err(std::sync::mpsc::TrySendError::Disconnected(_)) => continue,
             };
             let waited = Instant::now();
-            if self.batch_tx[w].send(batch).is_ok() {
+            if self.batch_tx[w - 1].send(batch).is_ok() {
                 sent += 1;
             }
             self.blocked += waited.elapsed();
@@ -985,18 +1175,21 @@ impl CopyBlocks {
     }
 }
 
-/// The worker a packet goes to.
-#[inline]
-fn choose(distribution: &Distribution, p: &Packet<'_>, seq: u64, n: usize) -> usize {
-    if n == 1 {
-        return 0;
+impl Deal {
+    /// The worker packet `seq` goes to.
+    #[inline]
+    fn choose(&self, p: &Packet<'_>, seq: u64) -> usize {
+        if self.n == 1 {
+            return 0;
+        }
+        let bucket = match &self.distribution {
+            // The hash's top byte: it is mixed, and the low bits fed the old modulo.
+            Distribution::Flow => flow_hash(p).map_or(seq as usize, |h| (h >> 56) as usize),
+            Distribution::RoundRobin => seq as usize,
+            Distribution::By(f) => return (f(p) % self.n as u64) as usize,
+        };
+        usize::from(self.table[bucket % BUCKETS])
     }
-    let h = match distribution {
-        Distribution::Flow => flow_hash(p).unwrap_or(seq),
-        Distribution::RoundRobin => seq,
-        Distribution::By(f) => f(p),
-    };
-    (h % n as u64) as usize
 }
 
 /// A hash of the IP addresses and protocol, equal for both directions
@@ -1347,4 +1540,33 @@ fn combine_items<T, C: FnMut(u64, T)>(
     // Every worker is done.
     let all = vec![u64::MAX; n];
     emit_ready(&mut queues, &all);
+}
+
+#[cfg(test)]
+mod share_tests {
+    use super::*;
+
+    /// The reader's buckets follow the share, spread evenly; the rest go to the other
+    /// workers in turn.
+    #[test]
+    fn the_table_gives_each_worker_its_share() {
+        let count = |t: &[u8; BUCKETS], w: u8| t.iter().filter(|&&x| x == w).count();
+        let t = share_table(2, None);
+        assert_eq!(count(&t, 0), 23); // 0.1 / 1.1 of 256
+        assert_eq!(count(&t, 1), 233);
+        // Evenly: no run of more than 11 other buckets between two of the reader's.
+        let own: Vec<usize> = (0..BUCKETS).filter(|&b| t[b] == 0).collect();
+        assert!(own.windows(2).all(|w| w[1] - w[0] <= 12), "{own:?}");
+        let t = share_table(2, Some(0.2));
+        assert_eq!(count(&t, 0), 51);
+        let t = share_table(3, None);
+        assert_eq!(count(&t, 0), 12); // 0.1 / 2.1 of 256
+        assert_eq!(count(&t, 1), 122);
+        assert_eq!(count(&t, 2), 122);
+        let t = share_table(4, Some(0.0));
+        assert_eq!(count(&t, 0), 0);
+        assert!((1..4).all(|w| (85..=86).contains(&count(&t, w))));
+        assert_eq!(count(&share_table(2, Some(1.0)), 0), BUCKETS);
+        assert_eq!(count(&share_table(1, Some(0.0)), 0), BUCKETS);
+    }
 }

@@ -237,6 +237,44 @@ fn every_order_and_the_reduce_match_one_thread_across_many_buffers() {
     }
 }
 
+/// Worker 0 runs on the reader thread with its share of the packets: none, some or all,
+/// by flow and round-robin, the result is that of one thread, and the packets each
+/// worker saw follow the share.
+#[test]
+fn the_readers_share_moves_packets_not_results() {
+    let dir = tempfile::tempdir().unwrap();
+    let uri = generated(dir.path(), 12_000, "share.pcap");
+    let (want, ..) = one_thread(&uri);
+    for distribution in [Distribution::Flow, Distribution::RoundRobin] {
+        for (workers, share) in [(2, 0.0), (2, 0.2), (2, 0.5), (2, 1.0), (3, 0.0), (4, 1.0)] {
+            let what = format!("{distribution:?}, {workers} workers, share {share}");
+            let mut source = tracekit::open(&uri).unwrap();
+            let mut got = Vec::new();
+            let done = Parallel::new(workers)
+                .reader_share(share)
+                .distribution(distribution.clone())
+                .order(Order::Stream)
+                .run(
+                    &mut source,
+                    |_| Recorder::default(),
+                    |_, item| got.push(item),
+                )
+                .unwrap();
+            assert!(got == want, "{what}");
+            let per: Vec<u64> = done.stats.workers.iter().map(|w| w.packets).collect();
+            assert_eq!(per.len(), workers, "{what}");
+            assert_eq!(per.iter().sum::<u64>(), want.len() as u64, "{what}");
+            let own = per[0] as f64 / want.len() as f64;
+            match share {
+                0.0 => assert_eq!(per[0], 0, "{what}: {per:?}"),
+                1.0 => assert_eq!(per[0], want.len() as u64, "{what}: {per:?}"),
+                // Round-robin follows the share to a bucket; flows, roughly.
+                _ => assert!((own - share).abs() < 0.1, "{what}: {per:?}"),
+            }
+        }
+    }
+}
+
 #[test]
 fn flows_and_fragments_stay_on_one_worker_in_file_order() {
     let dir = tempfile::tempdir().unwrap();
