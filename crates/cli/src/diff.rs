@@ -118,7 +118,8 @@ pub fn run(args: DiffArgs) -> Result<Outcome> {
     } else {
         DiffOptions::default()
     };
-    let mut out = std::io::stdout().lock();
+    // Buffered: a table of many rows is one write, not one per line.
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     let mut shown = Vec::new();
     let mut write_error = None;
     let done = diff(&mut a, &mut b, options, |n, d| {

@@ -115,7 +115,8 @@ pub fn run(args: EndsArgs) -> Result<Outcome> {
         None => {}
     }
     rows.truncate(args.top.unwrap_or(usize::MAX));
-    let mut out = std::io::stdout().lock();
+    // Buffered: a table of many rows is one write, not one per line.
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     if args.json {
         let record = EndsJson {
             files: &args.files,

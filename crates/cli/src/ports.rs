@@ -113,7 +113,8 @@ pub fn run(args: PortsArgs) -> Result<Outcome> {
             },
         )?
     };
-    let mut out = std::io::stdout().lock();
+    // Buffered: a table of many rows is one write, not one per line.
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     if args.json {
         let record = PortsJson {
             file: &args.file,

@@ -215,7 +215,8 @@ pub fn run(args: ReportArgs) -> Result<Outcome> {
             .map_err(|e| anyhow::anyhow!("drawing the plots: {e}"))?;
         std::fs::write(path, page).with_context(|| format!("cannot write {path}"))?;
     }
-    let mut out = std::io::stdout().lock();
+    // Buffered: a table of many rows is one write, not one per line.
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     let r = &report;
     if args.json {
         let name = |n: Option<&'static str>| n.map(str::to_string);

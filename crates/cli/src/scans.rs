@@ -50,7 +50,8 @@ pub fn run(args: ScansArgs) -> Result<Outcome> {
     })?;
     table.finish(&mut |r| scans.add(r));
     let scanners = scans.scanners(args.threshold);
-    let mut out = std::io::stdout().lock();
+    // Buffered: a table of many rows is one write, not one per line.
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     if args.json {
         for s in &scanners {
             let j = ScannerJson {
