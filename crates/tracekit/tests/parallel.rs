@@ -223,18 +223,24 @@ fn every_order_and_the_reduce_match_one_thread_across_many_buffers() {
     };
     for workers in WORKERS {
         let mut source = tracekit::open_with(&plain, &options).unwrap();
-        let mut got = Vec::new();
-        let done = Parallel::new(workers)
-            .order(Order::Stream)
-            .run(
-                &mut source,
-                |_| Recorder::default(),
-                |_, item| got.push(item),
-            )
-            .unwrap();
+        let (got, done) = in_stream_order(&mut source, Parallel::new(workers));
         assert!(done.stats.copied);
         assert!(got == want, "mapped, {workers} workers");
     }
+}
+
+/// `run` over `source` with [`Recorder`]s, in stream order: what they emitted, and the
+/// end of the run.
+fn in_stream_order(
+    source: &mut tracekit::Source,
+    run: Parallel,
+) -> (Vec<Seen>, tracekit::parallel::Finished<Recorder>) {
+    let mut got = Vec::new();
+    let done = run
+        .order(Order::Stream)
+        .run(source, |_| Recorder::default(), |_, item| got.push(item))
+        .unwrap();
+    (got, done)
 }
 
 /// Worker 0 runs on the reader thread with its share of the packets: none, some or all,
@@ -249,17 +255,10 @@ fn the_readers_share_moves_packets_not_results() {
         for (workers, share) in [(2, 0.0), (2, 0.2), (2, 0.5), (2, 1.0), (3, 0.0), (4, 1.0)] {
             let what = format!("{distribution:?}, {workers} workers, share {share}");
             let mut source = tracekit::open(&uri).unwrap();
-            let mut got = Vec::new();
-            let done = Parallel::new(workers)
+            let run = Parallel::new(workers)
                 .reader_share(share)
-                .distribution(distribution.clone())
-                .order(Order::Stream)
-                .run(
-                    &mut source,
-                    |_| Recorder::default(),
-                    |_, item| got.push(item),
-                )
-                .unwrap();
+                .distribution(distribution.clone());
+            let (got, done) = in_stream_order(&mut source, run);
             assert!(got == want, "{what}");
             let per: Vec<u64> = done.stats.workers.iter().map(|w| w.packets).collect();
             assert_eq!(per.len(), workers, "{what}");
