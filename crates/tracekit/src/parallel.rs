@@ -56,7 +56,7 @@ use std::sync::mpsc::{Receiver, SyncSender, TryRecvError, sync_channel};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use tracekit_core::{ByteOrder, CaptureSource, Error, Meta, Packet, PacketOptions};
+use tracekit_core::{ByteOrder, CaptureSource, Error, Meta, Packet, PacketOptions, Timestamp};
 use tracekit_decode::Decoded;
 
 use crate::Source;
@@ -858,11 +858,11 @@ fn read_and_deal<W: Worker>(
         // read back in pieces). The ticks before the packet go first: into the lists of
         // the batches being filled (after the packets already there, so a tick that ends
         // up last in a batch still comes before this packet) and to worker 0.
-        let (w, data, options, meta) = match source.next_packet() {
+        // `None`: the packet was worker 0's, processed in place.
+        let dealt = match source.next_packet() {
             Ok(Some(p)) => {
                 let w = deal.choose(&p, seq);
-                let meta = *p.meta();
-                ticker.before(seq, meta.ts.as_unix_nanos(), |run| {
+                ticker.before(seq, p.ts(), |run| {
                     dealer.tick(run);
                     if let Some(own) = own.as_mut() {
                         own.ticks(&run, shared);
@@ -872,7 +872,7 @@ fn read_and_deal<W: Worker>(
                     && let Some(own) = own.as_mut()
                 {
                     own.packet(&p, seq, shared);
-                    (w, (0, 0), None, meta)
+                    None
                 } else {
                     let data = (p.data().as_ptr() as usize, p.data().len());
                     let options = p
@@ -882,7 +882,7 @@ fn read_and_deal<W: Worker>(
                         let slot = copy.add(&p, &mut dealer, seq);
                         dealer.pending[w].slots.push(slot);
                     }
-                    (w, data, options, meta)
+                    Some((w, data, options, *p.meta()))
                 }
             }
             Ok(None) => break,
@@ -903,10 +903,8 @@ fn read_and_deal<W: Worker>(
                 generation = g;
             }
         }
-        let start = match sharing {
-            false => None,
-            true if w == 0 && own.is_some() => None,
-            true => match source
+        let start = match dealt {
+            Some((_, data, ..)) if sharing => match source
                 .input_mut()
                 .and_then(|i| i.window_offset(data.0, data.1))
             {
@@ -923,8 +921,10 @@ fn read_and_deal<W: Worker>(
                     break;
                 }
             },
+            _ => None,
         };
         if let Some(start) = start
+            && let Some((w, data, options, meta)) = dealt
             && let Some(input) = source.input_mut()
         {
             let (opt_start, opt_len) = match options {
@@ -993,13 +993,14 @@ struct Ticker {
 impl Ticker {
     /// The ticks that come before packet `seq` (time `ts`), into every worker's lists.
     #[inline]
-    fn before(&mut self, seq: u64, ts: u64, mut dealer: impl FnMut(TickRun)) {
+    fn before(&mut self, seq: u64, ts: Timestamp, mut dealer: impl FnMut(TickRun)) {
         match self.every {
             Some(TickEvery::Packets(every)) if seq > 0 && seq.is_multiple_of(every) => {
                 self.run(seq, None, 1, 0, &mut dealer);
             }
             Some(TickEvery::TraceTime(len)) => {
-                let k = ts / len;
+                // Converted here only: the reader calls this for every packet.
+                let k = ts.as_unix_nanos() / len;
                 match self.interval {
                     None => self.interval = Some(k),
                     Some(current) if k > current => {
@@ -1399,7 +1400,7 @@ fn read_member<S: CaptureSource, W: Worker>(
             }
         };
         let mut run = None;
-        ticker.before(seq, p.ts().as_unix_nanos(), |r| run = Some(r));
+        ticker.before(seq, p.ts(), |r| run = Some(r));
         if let Some(run) = run
             && let Err((at, e)) = run_ticks(&mut worker, &run, &mut items, u64::MAX)
         {
