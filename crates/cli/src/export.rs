@@ -386,12 +386,7 @@ fn flows_parallel(args: &ExportArgs, export: &mut ParquetExport) -> Result<Failu
             },
             |_, r| push(&r),
         )?;
-        // The open flows end at the file's last time stamp, as in `tracekit flows`.
-        let end = workers.iter().map(|w| w.table.now()).max().unwrap_or(0);
-        for w in &mut workers {
-            w.table.expire(end, &mut push);
-            w.table.finish(&mut push);
-        }
+        crate::flows::end_flows(&mut workers, &mut push);
         if let Some(e) = error {
             return Err(e.into());
         }

@@ -392,6 +392,17 @@ impl tracekit::parallel::Worker for FlowsWorker {
     }
 }
 
+/// Ends the flows still open in the workers of one file at the file's last time stamp
+/// over all of them (idle ones as idle), then the rest: what one table would have done.
+/// A worker that saw few packets has a clock behind the trace's.
+pub fn end_flows(workers: &mut [FlowsWorker], emit: &mut impl FnMut(&FlowRecord)) {
+    let end = workers.iter().map(|w| w.table.now()).max().unwrap_or(0);
+    for w in workers {
+        w.table.expire(end, emit);
+        w.table.finish(emit);
+    }
+}
+
 fn run_parallel(
     args: &FlowsArgs,
     config: FlowConfig,
@@ -429,11 +440,7 @@ fn run_parallel(
         // Each file's flows end with it, at the trace time of its last packet: a
         // worker that saw few packets ends its idle flows then, as one thread would.
         let (mut workers, ended, _) = crate::numbered::ended_run(done);
-        let end = workers.iter().map(|w| w.table.now()).max().unwrap_or(0);
-        for w in &mut workers {
-            w.table.expire(end, &mut |r| write(r, out));
-            w.table.finish(&mut |r| write(r, out));
-        }
+        end_flows(&mut workers, &mut |r| write(r, out));
         for w in workers {
             let s = w.table.stats();
             stats.packets += s.packets;

@@ -525,14 +525,7 @@ impl Parallel {
                 if let Some(c) = reader_core {
                     core_affinity::set_for_current(c);
                 }
-                let own = own_back.map(|back| Own {
-                    worker: make(0),
-                    items: Vec::new(),
-                    stats: WorkerStats::default(),
-                    failed: false,
-                    done_tx: &own_done,
-                    back,
-                });
+                let own = own_back.map(|back| Running::new(0, make(0), &own_done, back));
                 read_and_deal(source, &deal, own, tick, &batch_tx, &spare_rx, shared)
             });
             let mut handles = Vec::with_capacity(n);
@@ -545,7 +538,12 @@ impl Parallel {
                     if let Some(c) = worker_core {
                         core_affinity::set_for_current(c);
                     }
-                    work(i, make(i), rx, &spare_tx, &done_tx, back, shared)
+                    work(
+                        Running::new(i, make(i), &done_tx, back),
+                        rx,
+                        &spare_tx,
+                        shared,
+                    )
                 }));
             }
             drop(done_tx);
@@ -628,9 +626,12 @@ struct Deal {
     n: usize,
 }
 
-/// Worker 0, run by the reader thread: the packets dealt to it are processed as they are
-/// read, lent straight from the reader's input (no positions, no hand-over).
-struct Own<'a, W: Worker> {
+/// A worker at work, on the reader thread (worker 0: the packets dealt to it are
+/// processed as they are read, lent straight from the reader's input) or on a thread of
+/// its own (the packets of its batches): its state, the items it emitted since it last
+/// sent them to the combiner, and whether it failed (then it does nothing more).
+struct Running<'a, W: Worker> {
+    index: usize,
     worker: W,
     items: Vec<(u64, W::Item)>,
     stats: WorkerStats,
@@ -639,24 +640,42 @@ struct Own<'a, W: Worker> {
     back: Receiver<Vec<(u64, W::Item)>>,
 }
 
-impl<W: Worker> Own<'_, W> {
-    /// Ticks that come before the packet being read.
-    fn ticks(&mut self, run: &TickRun, shared: &Shared) {
+impl<'a, W: Worker> Running<'a, W> {
+    fn new(
+        index: usize,
+        worker: W,
+        done_tx: &'a SyncSender<Done<W::Item>>,
+        back: Receiver<Vec<(u64, W::Item)>>,
+    ) -> Running<'a, W> {
+        Running {
+            index,
+            worker,
+            items: Vec::new(),
+            stats: WorkerStats::default(),
+            failed: false,
+            done_tx,
+            back,
+        }
+    }
+
+    /// A run of ticks, unless the run stopped before it (packets from `limit` on are
+    /// not processed).
+    fn ticks(&mut self, run: &TickRun, limit: u64, shared: &Shared) {
         if self.failed {
             return;
         }
-        let limit = shared.limit.load(Ordering::Relaxed);
         if let Err((at, e)) = run_ticks(&mut self.worker, run, &mut self.items, limit) {
             fail(shared, at, e);
             self.failed = true;
         }
     }
 
-    /// Packet `seq`, dealt to worker 0.
+    /// Packet `seq`; `false` once the worker stops (it failed, or the run stops before
+    /// `seq`).
     #[inline]
-    fn packet(&mut self, p: &Packet<'_>, seq: u64, shared: &Shared) {
-        if self.failed || seq >= shared.limit.load(Ordering::Relaxed) {
-            return;
+    fn packet(&mut self, p: &Packet<'_>, seq: u64, limit: u64, shared: &Shared) -> bool {
+        if self.failed || seq >= limit {
+            return false;
         }
         self.stats.packets += 1;
         let mut out = Emit {
@@ -666,21 +685,25 @@ impl<W: Worker> Own<'_, W> {
         if let Err(e) = self.worker.packet(p, &mut out) {
             fail(shared, seq, e);
             self.failed = true;
+            return false;
         }
+        true
     }
 
     /// The items so far to the combiner, with the progress: every packet before `seq`
-    /// was seen.
-    fn send(&mut self, seq: u64) {
+    /// was seen. `false` when the combiner is gone.
+    fn send(&mut self, seq: u64) -> bool {
         self.stats.batches += 1;
         let fresh = self.back.try_recv().unwrap_or_default();
         let items = std::mem::replace(&mut self.items, fresh);
         let upto = if self.failed { u64::MAX } else { tick_key(seq) };
-        let _ = self.done_tx.send(Done {
-            worker: 0,
-            items,
-            upto,
-        });
+        self.done_tx
+            .send(Done {
+                worker: self.index,
+                items,
+                upto,
+            })
+            .is_ok()
     }
 
     /// The end of the input at packet `end`: `finish`, the last items.
@@ -697,7 +720,7 @@ impl<W: Worker> Own<'_, W> {
         }
         let items = std::mem::take(&mut self.items);
         let _ = self.done_tx.send(Done {
-            worker: 0,
+            worker: self.index,
             items,
             upto: u64::MAX,
         });
@@ -815,7 +838,7 @@ impl Shared {
 fn read_and_deal<W: Worker>(
     source: &mut Source,
     deal: &Deal,
-    mut own: Option<Own<'_, W>>,
+    mut own: Option<Running<'_, W>>,
     tick: Option<TickEvery>,
     batch_tx: &[SyncSender<Batch>],
     spare_rx: &Receiver<Lists>,
@@ -865,13 +888,13 @@ fn read_and_deal<W: Worker>(
                 ticker.before(seq, p.ts(), |run| {
                     dealer.tick(run);
                     if let Some(own) = own.as_mut() {
-                        own.ticks(&run, shared);
+                        own.ticks(&run, shared.limit.load(Ordering::Relaxed), shared);
                     }
                 });
                 if w == 0
                     && let Some(own) = own.as_mut()
                 {
-                    own.packet(&p, seq, shared);
+                    own.packet(&p, seq, shared.limit.load(Ordering::Relaxed), shared);
                     None
                 } else {
                     let data = (p.data().as_ptr() as usize, p.data().len());
@@ -954,7 +977,7 @@ fn read_and_deal<W: Worker>(
         if let Some(own) = own.as_mut()
             && (dealer.dealt != own_sent || own.items.len() >= OWN_ITEMS)
         {
-            own.send(seq);
+            let _ = own.send(seq);
             own_sent = dealer.dealt;
         }
     }
@@ -1259,62 +1282,32 @@ fn quick_flow_hash(p: &Packet<'_>) -> Option<u64> {
 /// A worker thread: processes batches until the reader is done, sends its items and
 /// progress after each; returns the worker and its figures.
 fn work<W: Worker>(
-    i: usize,
-    mut worker: W,
+    mut running: Running<'_, W>,
     rx: Receiver<Batch>,
     spare_tx: &SyncSender<Lists>,
-    done_tx: &SyncSender<Done<W::Item>>,
-    items_back: Receiver<Vec<(u64, W::Item)>>,
     shared: &Shared,
 ) -> (W, WorkerStats) {
-    let mut stats = WorkerStats::default();
-    let mut failed = false;
     let mut last_end = 0;
     loop {
         let waited = Instant::now();
         let Ok(batch) = rx.recv() else {
             break;
         };
-        stats.idle += waited.elapsed();
-        stats.batches += 1;
-        let mut items = items_back.try_recv().unwrap_or_default();
+        running.stats.idle += waited.elapsed();
         let limit = shared.limit.load(Ordering::Relaxed);
-        if !failed {
-            let mut ticks = batch.ticks.iter().peekable();
-            for (i, slot) in batch.slots.iter().enumerate() {
-                // The ticks that come before this packet.
-                while let Some((_, run)) = ticks.next_if(|(at, _)| *at == i) {
-                    if let Err((at, e)) = run_ticks(&mut worker, run, &mut items, limit) {
-                        fail(shared, at, e);
-                        failed = true;
-                        break;
-                    }
-                }
-                if failed || slot.seq >= limit {
-                    break;
-                }
-                stats.packets += 1;
-                let packet = slot.packet(&batch.block);
-                let mut out = Emit {
-                    key: packet_key(slot.seq),
-                    items: &mut items,
-                };
-                if let Err(e) = worker.packet(&packet, &mut out) {
-                    fail(shared, slot.seq, e);
-                    failed = true;
-                    break;
-                }
+        let mut ticks = batch.ticks.iter().peekable();
+        for (i, slot) in batch.slots.iter().enumerate() {
+            // The ticks that come before this packet.
+            while let Some((_, run)) = ticks.next_if(|(at, _)| *at == i) {
+                running.ticks(run, limit, shared);
             }
-            // Ticks after the batch's last packet.
-            if !failed {
-                for (_, run) in ticks {
-                    if let Err((at, e)) = run_ticks(&mut worker, run, &mut items, limit) {
-                        fail(shared, at, e);
-                        failed = true;
-                        break;
-                    }
-                }
+            if !running.packet(&slot.packet(&batch.block), slot.seq, limit, shared) {
+                break;
             }
+        }
+        // Ticks after the batch's last packet.
+        for (_, run) in ticks {
+            running.ticks(run, limit, shared);
         }
         let Batch {
             slots,
@@ -1324,35 +1317,11 @@ fn work<W: Worker>(
         } = batch;
         let _ = spare_tx.try_send(Lists { slots, ticks });
         last_end = end_seq;
-        let upto = if failed { u64::MAX } else { tick_key(end_seq) };
-        if done_tx
-            .send(Done {
-                worker: i,
-                items,
-                upto,
-            })
-            .is_err()
-        {
+        if !running.send(end_seq) {
             break;
         }
     }
-    if !failed {
-        let limit = shared.limit.load(Ordering::Relaxed);
-        let mut items = items_back.try_recv().unwrap_or_default();
-        let mut out = Emit {
-            key: tick_key(last_end.min(limit)),
-            items: &mut items,
-        };
-        if let Err(e) = worker.finish(&mut out) {
-            fail(shared, last_end.min(limit), e);
-        }
-        let _ = done_tx.send(Done {
-            worker: i,
-            items,
-            upto: u64::MAX,
-        });
-    }
-    (worker, stats)
+    running.finish(last_end, shared)
 }
 
 /// A member's thread of [`Parallel::run_members`]: reads the member, runs the worker,

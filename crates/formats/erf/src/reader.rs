@@ -6,7 +6,7 @@ use tracekit_core::{
 use tracekit_io::{Input, Reader};
 
 use crate::record::{
-    DecodedRecord, ErfPayload, ErfType, HEADER_LEN, decode_ethernet, decode_record, field,
+    DecodedRecord, ErfPayload, ErfType, HEADER_LEN, decode_ethernet, decode_other, field,
 };
 
 /// How an [`ErfReader`] reads.
@@ -202,16 +202,14 @@ impl ErfFormat {
                 }
                 &self.input.available()[..rlen]
             };
-            // The common record takes a path of its own: nothing to note but the
-            // card's flags.
+            // The common record takes a path of its own (its type and framing are
+            // constants there, so counting its oddities folds to the flags test).
             if let Some(rec) = decode_ethernet(b) {
-                if rec.flags & 0x38 != 0 {
-                    self.notes.note_flags(rec.flags);
-                }
+                self.notes.count(&rec);
                 self.hand_out(record, rlen, &rec);
                 return Ok(true);
             }
-            let rec = match decode_record(b) {
+            let rec = match decode_other(b) {
                 Ok(rec) => rec,
                 Err(e) => return Err(self.error_here(e)),
             };
@@ -262,7 +260,7 @@ impl ErfNotes {
     }
 
     #[cold]
-    pub(crate) fn note_flags(&mut self, flags: u8) {
+    fn note_flags(&mut self, flags: u8) {
         if flags & 0x08 != 0 {
             self.truncated += 1;
         }

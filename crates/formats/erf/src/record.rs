@@ -108,14 +108,14 @@ pub fn decode_ethernet(record: &[u8]) -> Option<DecodedRecord> {
 pub fn decode_record(record: &[u8]) -> Result<DecodedRecord, tracekit_core::Error> {
     match decode_ethernet(record) {
         Some(rec) => Ok(rec),
-        None => decode_any(record),
+        None => decode_other(record),
     }
 }
 
 /// The general path of [`decode_record`]: every record type, extension headers,
-/// colour types.
+/// colour types (for a reader that tried [`decode_ethernet`] already).
 #[inline(always)]
-fn decode_any(record: &[u8]) -> Result<DecodedRecord, tracekit_core::Error> {
+pub(crate) fn decode_other(record: &[u8]) -> Result<DecodedRecord, tracekit_core::Error> {
     use tracekit_core::{Direction, Error, LinkType, Meta, PacketKind, Timestamp};
     let b = record;
     let rlen = b.len();
@@ -309,7 +309,7 @@ mod decode_tests {
                             *byte = i as u8;
                         }
                         let fast = decode_ethernet(&rec).expect("an Ethernet record");
-                        assert_eq!(Some(fast), decode_any(&rec).ok(), "{rlen} {wlen} {flags}");
+                        assert_eq!(Some(fast), decode_other(&rec).ok(), "{rlen} {wlen} {flags}");
                         assert_eq!(fast.packet(&rec).len(), (rlen - 18).min(usize::from(wlen)));
                         checked += 1;
                     }
