@@ -5,11 +5,15 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 use clap::{Args, ValueEnum};
-use tracekit::{Cut, Format, InputFiles, LinkType, Packet, PartFailure, PartNames, PartWriter};
-use tracekit_afpacket::{
-    AfPacket, FanoutGroup, FanoutSpec, GroupId, KernelFilter, MemberThreads, Polled, RingStats,
-    StopHandle,
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
+
+use tracekit::parallel::{Emit, MemberWatch, Parallel, Worker};
+use tracekit::{
+    Cut, Format, InputFiles, LinkType, Meta, Packet, PartFailure, PartNames, PartWriter, Stats,
 };
+use tracekit_afpacket::{AfPacket, FanoutGroup, FanoutSpec, GroupId, KernelFilter, StopHandle};
 
 use crate::Outcome;
 use crate::output::OutputArgs;
@@ -133,10 +137,12 @@ fn failure(f: PartFailure) -> anyhow::Error {
     }
 }
 
-fn print_stats(label: &str, per_member: &[RingStats], written: u64) {
-    let mut total = RingStats::default();
+fn print_stats(label: &str, per_member: &[Stats], written: u64) {
+    let mut total = Stats::default();
     for s in per_member {
-        total += *s;
+        total.received += s.received;
+        total.dropped += s.dropped;
+        total.filtered += s.filtered;
     }
     eprintln!(
         "tracekit capture: {label}{written} packets captured, {} received by the socket, {} dropped by the kernel, {} dropped by the filter",
@@ -146,7 +152,7 @@ fn print_stats(label: &str, per_member: &[RingStats], written: u64) {
         for (i, s) in per_member.iter().enumerate() {
             eprintln!(
                 "tracekit capture:   member {i}: {} delivered, {} received, {} dropped",
-                s.delivered, s.received, s.dropped
+                s.captured, s.received, s.dropped
             );
         }
     }
@@ -255,7 +261,7 @@ pub fn run(args: CaptureArgs) -> Result<Outcome> {
         }
         Ok(())
     };
-    let result: Result<Vec<RingStats>> = if caps.len() == 1 {
+    let result: Result<Vec<Stats>> = if caps.len() == 1 {
         // One member: straight from the ring into the output, no copy.
         let cap = &mut caps[0];
         let mut r = Ok(());
@@ -278,13 +284,13 @@ pub fn run(args: CaptureArgs) -> Result<Outcome> {
                     break;
                 }
             }
-            let stats = || Ok(vec![cap.ring_stats()?]);
+            let stats = || Ok(vec![member_stats(cap)?]);
             if let Err(e) = check_time(&stats, out.written()) {
                 r = Err(e);
                 break;
             }
         }
-        r.and_then(|()| Ok(vec![cap.ring_stats()?]))
+        r.and_then(|()| Ok(vec![member_stats(cap)?]))
     } else {
         capture_members(caps, &mut out, limit, &stop, &mut check_time)
     };
@@ -297,62 +303,162 @@ pub fn run(args: CaptureArgs) -> Result<Outcome> {
 }
 
 /// Counters on demand, for the periodic report.
-type StatsFn<'a> = dyn Fn() -> Result<Vec<RingStats>> + 'a;
-/// Called between blocks with the counters and the packets written: stops at the
-/// deadline and prints the periodic report.
-type TimeCheck<'a> = dyn FnMut(&StatsFn<'_>, u64) -> Result<()> + 'a;
+type StatsFn<'a> = dyn Fn() -> Result<Vec<Stats>> + 'a;
+/// Called now and then with the counters and the packets written: stops at the deadline
+/// and prints the periodic report.
+type TimeCheck<'a> = dyn FnMut(&StatsFn<'_>, u64) -> Result<()> + Send + 'a;
 
-/// Several members: one reader thread each (the library's [`MemberThreads`]), their
-/// packets written here.
+/// A member's counters as the report prints them.
+fn member_stats(cap: &AfPacket) -> Result<Stats> {
+    let r = cap.ring_stats()?;
+    Ok(Stats {
+        received: r.received,
+        dropped: r.dropped,
+        filtered: r.filtered,
+        captured: r.delivered,
+    })
+}
+
+/// Packets a member's worker copied out of its ring, for the writer.
+#[derive(Default)]
+struct Batch {
+    bytes: Vec<u8>,
+    /// Metadata, start and length in `bytes` of each packet.
+    packets: Vec<(Meta, usize, usize)>,
+}
+
+/// A batch goes to the writer at this many packets or bytes, or on time.
+const BATCH_PACKETS: usize = 256;
+const BATCH_BYTES: usize = 1 << 18;
+/// Emptied batches waiting to go back to each member's worker, at most.
+const SPARE_BATCHES: usize = 64;
+
+/// A member's worker: copies its packets into batches (so that the ring block goes back
+/// to the kernel at once) and emits each when full, or when the run sends on time.
+/// Emptied batches come back from the writer: no allocation once they circulate.
+struct Copier {
+    member: usize,
+    batch: Batch,
+    spare: Option<Receiver<Batch>>,
+}
+
+impl Copier {
+    fn emit(&mut self, out: &mut Emit<'_, (usize, Batch)>) {
+        let mut fresh = self
+            .spare
+            .as_ref()
+            .and_then(|s| s.try_recv().ok())
+            .unwrap_or_default();
+        fresh.bytes.clear();
+        fresh.packets.clear();
+        let full = std::mem::replace(&mut self.batch, fresh);
+        out.emit((self.member, full));
+    }
+}
+
+impl Worker for Copier {
+    type Item = (usize, Batch);
+
+    fn packet(
+        &mut self,
+        p: &Packet<'_>,
+        out: &mut Emit<'_, (usize, Batch)>,
+    ) -> Result<(), tracekit::Error> {
+        let b = &mut self.batch;
+        let start = b.bytes.len();
+        b.bytes.extend_from_slice(p.data());
+        b.packets.push((*p.meta(), start, p.caplen()));
+        if b.packets.len() >= BATCH_PACKETS || b.bytes.len() >= BATCH_BYTES {
+            self.emit(out);
+        }
+        Ok(())
+    }
+
+    fn flush(&mut self, out: &mut Emit<'_, (usize, Batch)>) -> Result<(), tracekit::Error> {
+        if !self.batch.packets.is_empty() {
+            self.emit(out);
+        }
+        Ok(())
+    }
+}
+
+/// Several members: the parallel API's run over members (one thread each, the kernel
+/// spreading packets by flow), each worker copying its packets out in batches; the
+/// batches are written here, in the order they come. A clock thread keeps the deadline
+/// and the periodic report going while no packet comes.
 fn capture_members(
-    caps: Vec<AfPacket>,
+    mut caps: Vec<AfPacket>,
     out: &mut Output,
     limit: u64,
     stop: &StopHandle,
     check_time: &mut TimeCheck<'_>,
-) -> Result<Vec<RingStats>> {
-    let mut group = MemberThreads::start(caps, stop.clone());
+) -> Result<Vec<Stats>> {
+    let n = caps.len();
+    let watch = MemberWatch::new();
+    let written = AtomicU64::new(out.written());
+    let finished = AtomicBool::new(false);
+    let (spare_tx, spare_rx): (Vec<SyncSender<Batch>>, Vec<_>) =
+        (0..n).map(|_| sync_channel::<Batch>(SPARE_BATCHES)).unzip();
+    let spare_rx = Mutex::new(spare_rx.into_iter().map(Some).collect::<Vec<_>>());
+    let make = |member: usize| Copier {
+        member,
+        batch: Batch::default(),
+        spare: spare_rx
+            .lock()
+            .ok()
+            .and_then(|mut s| s.get_mut(member).and_then(Option::take)),
+    };
     let mut failure = None;
-    let tick = Duration::from_millis(100);
-    // The clock is looked at every so many packets, and whenever the members are idle.
-    let mut since_check = 0u32;
-    loop {
-        let idle = match group.poll(tick) {
-            Ok(Polled::Packet(p)) => {
-                if failure.is_none()
-                    && out.written() < limit
-                    && let Err(e) = out.write(&p)
-                {
-                    failure = Some(e);
+    let mut clock_failure = None;
+    let done = std::thread::scope(|scope| {
+        let (watch, written, finished) = (&watch, &written, &finished);
+        let clock_failure = &mut clock_failure;
+        scope.spawn(move || {
+            while !finished.load(Ordering::Relaxed) {
+                std::thread::sleep(Duration::from_millis(50));
+                let stats = || Ok(watch.stats());
+                if let Err(e) = check_time(&stats, written.load(Ordering::Relaxed)) {
+                    *clock_failure = Some(e);
                     stop.stop();
+                    break;
                 }
-                false
             }
-            Ok(Polled::Idle) => true,
-            Ok(Polled::Ended) => break,
-            Err(e) => {
-                failure.get_or_insert(e.into());
-                break;
-            }
-        };
-        if out.written() >= limit {
-            stop.stop();
-        }
-        since_check += 1;
-        if idle || since_check >= 1024 {
-            since_check = 0;
-            let stats = || Ok(group.member_stats());
-            if let Err(e) = check_time(&stats, out.written()) {
-                failure.get_or_insert(e);
-                stop.stop();
-            }
-        }
+        });
+        let members: Vec<&mut AfPacket> = caps.iter_mut().collect();
+        let done = Parallel::new(n)
+            .stop_flag(stop.flag())
+            .watch(watch.clone())
+            .run_members(members, make, |_, (member, batch): (usize, Batch)| {
+                if failure.is_none() {
+                    for &(meta, start, len) in &batch.packets {
+                        if out.written() >= limit {
+                            break;
+                        }
+                        let p = Packet::new(&batch.bytes[start..start + len], meta);
+                        if let Err(e) = out.write(&p) {
+                            failure = Some(e);
+                            stop.stop();
+                            break;
+                        }
+                    }
+                    if out.written() >= limit {
+                        stop.stop();
+                    }
+                    written.store(out.written(), Ordering::Relaxed);
+                }
+                let _ = spare_tx[member].try_send(batch);
+            });
+        finished.store(true, Ordering::Relaxed);
+        done
+    });
+    let done = done?;
+    if let Some(e) = failure.or(clock_failure) {
+        return Err(e);
     }
-    let stats = group.finish();
-    match failure {
-        Some(e) => Err(e),
-        None => Ok(stats?),
+    if let Some(e) = done.error {
+        return Err(e.into());
     }
+    caps.iter().map(member_stats).collect()
 }
 
 /// The output of a capture: one file, or one per rotation interval.

@@ -49,5 +49,5 @@ pub use packet::{Direction, Meta, OwnedPacket, Packet, PacketKind, PacketOptions
 /// and filters assume it where a trace declares no snap length.
 pub const MAX_SNAPLEN: u32 = 262_144;
 pub use record::{Record, RecordFormat, TraceInfo};
-pub use source::{CaptureSink, CaptureSource, SinkReport, Stats};
+pub use source::{CaptureSink, CaptureSource, Polled, SinkReport, Stats};
 pub use timestamp::{TimeOutOfRange, Timestamp, TsResolution};

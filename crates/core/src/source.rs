@@ -1,5 +1,7 @@
 //! The two abstractions every format implements: a source of packets and a sink for them.
 
+use core::time::Duration;
+
 use crate::{Error, Packet};
 
 /// Counters a source keeps. Live sources fill `received`/`dropped`; filters fill
@@ -50,15 +52,42 @@ pub trait CaptureSource {
     /// says where the damage is, and every good packet before it was delivered.
     fn next_packet(&mut self) -> Result<Option<Packet<'_>>, Error>;
 
+    /// The next packet if one comes within `timeout`, for a reader that has other work
+    /// while a live source is quiet (sending on what it holds, checking a clock).
+    /// [`Polled::Idle`] when nothing came in time, [`Polled::Ended`] where
+    /// `next_packet` gives `None`. Sources that never wait (files) need not implement
+    /// it: the default reads the next packet, however long that takes.
+    fn next_packet_within(&mut self, timeout: Duration) -> Result<Polled<'_>, Error> {
+        let _ = timeout;
+        Ok(match self.next_packet()? {
+            Some(p) => Polled::Packet(p),
+            None => Polled::Ended,
+        })
+    }
+
     /// Counters so far.
     fn stats(&self) -> Stats {
         Stats::default()
     }
 }
 
+/// What [`CaptureSource::next_packet_within`] found.
+#[derive(Debug)]
+pub enum Polled<'a> {
+    /// A packet, lent until the next call.
+    Packet(Packet<'a>),
+    /// Nothing within the time given.
+    Idle,
+    /// The source ended (its end, or a stop asked for).
+    Ended,
+}
+
 impl<S: CaptureSource + ?Sized> CaptureSource for &mut S {
     fn next_packet(&mut self) -> Result<Option<Packet<'_>>, Error> {
         (**self).next_packet()
+    }
+    fn next_packet_within(&mut self, timeout: Duration) -> Result<Polled<'_>, Error> {
+        (**self).next_packet_within(timeout)
     }
     fn stats(&self) -> Stats {
         (**self).stats()
@@ -68,6 +97,9 @@ impl<S: CaptureSource + ?Sized> CaptureSource for &mut S {
 impl<S: CaptureSource + ?Sized> CaptureSource for Box<S> {
     fn next_packet(&mut self) -> Result<Option<Packet<'_>>, Error> {
         (**self).next_packet()
+    }
+    fn next_packet_within(&mut self, timeout: Duration) -> Result<Polled<'_>, Error> {
+        (**self).next_packet_within(timeout)
     }
     fn stats(&self) -> Stats {
         (**self).stats()

@@ -56,7 +56,9 @@ use std::sync::mpsc::{Receiver, SyncSender, TryRecvError, sync_channel};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use tracekit_core::{ByteOrder, CaptureSource, Error, Meta, Packet, PacketOptions, Timestamp};
+use tracekit_core::{
+    ByteOrder, CaptureSource, Error, Meta, Packet, PacketOptions, Polled, Stats, Timestamp,
+};
 use tracekit_decode::Decoded;
 
 use crate::Source;
@@ -76,6 +78,16 @@ pub trait Worker: Send {
     /// the batch is done.
     fn tick(&mut self, tick: &Tick, out: &mut Emit<'_, Self::Item>) -> Result<(), Error> {
         let _ = (tick, out);
+        Ok(())
+    }
+
+    /// In a run over live members ([`Parallel::run_members`]): the worker's items are
+    /// about to be sent on time (every [`MEMBER_FLUSH`] while packets come, and whenever
+    /// its member was quiet that long, and once more before [`finish`](Self::finish)). A
+    /// worker that holds packets back in batches of its own emits them here, so that
+    /// nothing waits for the next packet. Not called in a run over a file.
+    fn flush(&mut self, out: &mut Emit<'_, Self::Item>) -> Result<(), Error> {
+        let _ = out;
         Ok(())
     }
 
@@ -204,6 +216,9 @@ pub struct WorkerStats {
     pub batches: u64,
     /// Time it waited for a batch.
     pub idle: Duration,
+    /// In a run over members: the member's own counters at its end (packets received,
+    /// dropped by the kernel or card, filtered, delivered).
+    pub source: Option<Stats>,
 }
 
 /// What a run did.
@@ -248,6 +263,13 @@ impl std::fmt::Display for RunStats {
                 w.batches,
                 w.idle.as_secs_f64()
             )?;
+            if let Some(m) = w.source {
+                write!(
+                    f,
+                    "; its member received {}, dropped {}, filtered {}",
+                    m.received, m.dropped, m.filtered
+                )?;
+            }
         }
         Ok(())
     }
@@ -275,6 +297,10 @@ const QUEUE: usize = 4;
 /// Worker 0's items are sent to the combiner at least every this many.
 const OWN_ITEMS: usize = 1024;
 
+/// How often a member's worker sends what it has, and how long a member may be quiet
+/// before it does ([`Worker::flush`]).
+pub const MEMBER_FLUSH: Duration = Duration::from_millis(50);
+
 /// In copy mode, the size of a shared block.
 const COPY_BLOCK: usize = 1 << 18;
 
@@ -287,6 +313,33 @@ pub struct Parallel {
     tick: Option<TickEvery>,
     order: Order,
     stop: Option<Arc<AtomicBool>>,
+    watch: Option<MemberWatch>,
+}
+
+/// The members' counters while a run over members goes on ([`Parallel::watch`]): each
+/// worker publishes its member's [`Stats`] whenever it sends on time (at most every
+/// [`MEMBER_FLUSH`]), so that a caller can report drops during a long capture.
+#[derive(Debug, Clone, Default)]
+pub struct MemberWatch(Arc<Mutex<Vec<Stats>>>);
+
+impl MemberWatch {
+    /// A watch with nothing published yet.
+    pub fn new() -> MemberWatch {
+        MemberWatch::default()
+    }
+
+    /// Each member's counters as last published (an empty list before the run starts).
+    pub fn stats(&self) -> Vec<Stats> {
+        self.0.lock().map(|s| s.clone()).unwrap_or_default()
+    }
+
+    fn publish(&self, member: usize, stats: Stats) {
+        if let Ok(mut s) = self.0.lock()
+            && let Some(slot) = s.get_mut(member)
+        {
+            *slot = stats;
+        }
+    }
 }
 
 impl Parallel {
@@ -306,6 +359,7 @@ impl Parallel {
             tick: None,
             order: Order::Arrival,
             stop: None,
+            watch: None,
         }
     }
 
@@ -348,6 +402,12 @@ impl Parallel {
     /// The order items reach the combiner.
     pub fn order(mut self, order: Order) -> Parallel {
         self.order = order;
+        self
+    }
+
+    /// In a run over members, publishes their counters into `watch` as the run goes.
+    pub fn watch(mut self, watch: MemberWatch) -> Parallel {
+        self.watch = Some(watch);
         self
     }
 
@@ -423,16 +483,23 @@ impl Parallel {
         let (back_tx, back_rx): (Vec<_>, Vec<_>) = (0..n)
             .map(|_| sync_channel::<Vec<(u64, W::Item)>>(QUEUE + 1))
             .unzip();
-        let (shared, make, tick) = (&shared, &make, self.tick);
+        if let Some(w) = &self.watch
+            && let Ok(mut s) = w.0.lock()
+        {
+            *s = vec![Stats::default(); n];
+        }
+        let (shared, make, tick, watch) = (&shared, &make, self.tick, self.watch.as_ref());
         std::thread::scope(|scope| {
             let mut handles = Vec::with_capacity(n);
             for (i, (member, back)) in members.into_iter().zip(back_rx).enumerate() {
                 let done_tx = done_tx.clone();
-                handles.push(
-                    scope.spawn(move || {
-                        read_member(i, member, make(i), tick, &done_tx, back, shared)
-                    }),
-                );
+                let link = MemberLink {
+                    i,
+                    done_tx,
+                    back,
+                    watch,
+                };
+                handles.push(scope.spawn(move || read_member(member, make(i), tick, link, shared)));
             }
             drop(done_tx);
             combine_items(n, Order::Arrival, &done_rx, &back_tx, &mut combine, shared);
@@ -1326,14 +1393,22 @@ fn work<W: Worker>(
 
 /// A member's thread of [`Parallel::run_members`]: reads the member, runs the worker,
 /// sends its items now and then; returns the worker, its figures and the member's read
-/// error.
-fn read_member<S: CaptureSource, W: Worker>(
+/// What a member's worker is connected to: its number, the combiner, its emptied item
+/// lists coming back, the caller's watch.
+struct MemberLink<'a, T> {
     i: usize,
+    done_tx: SyncSender<Done<T>>,
+    back: Receiver<Vec<(u64, T)>>,
+    watch: Option<&'a MemberWatch>,
+}
+
+/// One member's thread: reads it and runs its worker; sends items every 256, and on
+/// time ([`MEMBER_FLUSH`]: while packets come, and when the member is quiet).
+fn read_member<S: CaptureSource, W: Worker>(
     mut member: S,
     mut worker: W,
     tick: Option<TickEvery>,
-    done_tx: &SyncSender<Done<W::Item>>,
-    back: Receiver<Vec<(u64, W::Item)>>,
+    link: MemberLink<'_, W::Item>,
     shared: &Shared,
 ) -> (W, WorkerStats, Option<Error>) {
     let mut stats = WorkerStats::default();
@@ -1348,19 +1423,47 @@ fn read_member<S: CaptureSource, W: Worker>(
     let mut read_error = None;
     let mut failed = false;
     let send = |items: &mut Vec<(u64, W::Item)>, stats: &mut WorkerStats| {
-        let fresh = back.try_recv().unwrap_or_default();
+        let fresh = link.back.try_recv().unwrap_or_default();
         let full = std::mem::replace(items, fresh);
         stats.batches += 1;
-        let _ = done_tx.send(Done {
-            worker: i,
+        let _ = link.done_tx.send(Done {
+            worker: link.i,
             items: full,
             upto: 0,
         });
     };
     while !shared.stop.load(Ordering::Relaxed) && !shared.halt.load(Ordering::Relaxed) {
-        let p = match member.next_packet() {
-            Ok(Some(p)) => p,
-            Ok(None) => break,
+        let polled = member.next_packet_within(MEMBER_FLUSH);
+        let on_time = match polled {
+            Ok(Polled::Packet(p)) => {
+                let mut run = None;
+                ticker.before(seq, p.ts(), |r| run = Some(r));
+                if let Some(run) = run
+                    && let Err((at, e)) = run_ticks(&mut worker, &run, &mut items, u64::MAX)
+                {
+                    fail(shared, at, e);
+                    failed = true;
+                    break;
+                }
+                let mut out = Emit {
+                    key: packet_key(seq),
+                    items: &mut items,
+                };
+                if let Err(e) = worker.packet(&p, &mut out) {
+                    fail(shared, seq, e);
+                    failed = true;
+                    break;
+                }
+                seq += 1;
+                stats.packets += 1;
+                if items.len() >= 256 {
+                    send(&mut items, &mut stats);
+                }
+                // The clock is read with every packet while items wait, else every 64.
+                (!items.is_empty() || seq.is_multiple_of(64)) && sent.elapsed() >= MEMBER_FLUSH
+            }
+            Ok(Polled::Idle) => true,
+            Ok(Polled::Ended) => break,
             Err(e) => {
                 read_error = Some(e);
                 // The others stop too.
@@ -1368,29 +1471,22 @@ fn read_member<S: CaptureSource, W: Worker>(
                 break;
             }
         };
-        let mut run = None;
-        ticker.before(seq, p.ts(), |r| run = Some(r));
-        if let Some(run) = run
-            && let Err((at, e)) = run_ticks(&mut worker, &run, &mut items, u64::MAX)
-        {
-            fail(shared, at, e);
-            failed = true;
-            break;
-        }
-        let mut out = Emit {
-            key: packet_key(seq),
-            items: &mut items,
-        };
-        if let Err(e) = worker.packet(&p, &mut out) {
-            fail(shared, seq, e);
-            failed = true;
-            break;
-        }
-        seq += 1;
-        stats.packets += 1;
-        if items.len() >= 256 || (!items.is_empty() && sent.elapsed() >= Duration::from_millis(50))
-        {
-            send(&mut items, &mut stats);
+        if on_time {
+            let mut out = Emit {
+                key: tick_key(seq),
+                items: &mut items,
+            };
+            if let Err(e) = worker.flush(&mut out) {
+                fail(shared, seq, e);
+                failed = true;
+                break;
+            }
+            if !items.is_empty() {
+                send(&mut items, &mut stats);
+            }
+            if let Some(w) = link.watch {
+                w.publish(link.i, member.stats());
+            }
             sent = Instant::now();
         }
     }
@@ -1401,12 +1497,19 @@ fn read_member<S: CaptureSource, W: Worker>(
             key: tick_key(seq),
             items: &mut items,
         };
-        if let Err(e) = worker.finish(&mut out) {
+        if let Err(e) = worker
+            .flush(&mut out)
+            .and_then(|()| worker.finish(&mut out))
+        {
             fail(shared, seq, e);
         }
     }
     if !items.is_empty() {
         send(&mut items, &mut stats);
+    }
+    stats.source = Some(member.stats());
+    if let Some(w) = link.watch {
+        w.publish(link.i, member.stats());
     }
     (worker, stats, read_error)
 }

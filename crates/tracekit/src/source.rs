@@ -5,7 +5,7 @@ use std::path::Path;
 #[cfg(all(feature = "live", target_os = "linux"))]
 use tracekit_afpacket::{AfPacket, FanoutGroup, GroupId};
 use tracekit_core::{
-    CaptureSource, Error, InterfaceInfo, LinkType, Packet, Stats, TraceInfo, TsResolution,
+    CaptureSource, Error, InterfaceInfo, LinkType, Packet, Polled, Stats, TraceInfo, TsResolution,
 };
 use tracekit_erf::{ErfReader, ErfReaderOptions};
 use tracekit_filter::Filter;
@@ -670,6 +670,34 @@ impl CaptureSource for Source {
     #[inline(always)]
     fn next_packet(&mut self) -> Result<Option<Packet<'_>>, Error> {
         Source::next_packet(self)
+    }
+
+    /// A live capture waits at most `timeout` (its filter applied); other sources read
+    /// their next packet.
+    fn next_packet_within(&mut self, timeout: std::time::Duration) -> Result<Polled<'_>, Error> {
+        #[cfg(all(feature = "live", target_os = "linux"))]
+        if let SourceKind::Live(_) = self.kind {
+            let SourceKind::Live(c) = &mut self.kind else {
+                unreachable!("matched just above")
+            };
+            let filtered = &mut self.filtered;
+            return match self.filter.as_mut() {
+                Some(filter) => c.poll_matching(
+                    &mut |p: &Packet<'_>| {
+                        let pass = filter.matches(p)?;
+                        *filtered += u64::from(!pass);
+                        Ok(pass)
+                    },
+                    Some(timeout),
+                ),
+                None => c.poll_matching(&mut |_| Ok(true), Some(timeout)),
+            };
+        }
+        let _ = timeout;
+        Ok(match Source::next_packet(self)? {
+            Some(p) => Polled::Packet(p),
+            None => Polled::Ended,
+        })
     }
 
     fn stats(&self) -> Stats {

@@ -60,24 +60,7 @@ fn fanout_members_run_the_file_workers_and_each_flow_stays_on_one() {
         b.payload(&payload);
         frames.push(b.build());
     }
-    let b_ns = pair.b.clone();
-    let members = std::thread::spawn(move || {
-        enter_netns(&b_ns).unwrap();
-        FanoutGroup::new("vb")
-            .members(3)
-            .mode("hash".parse().unwrap())
-            .group(GroupId::Unique)
-            .options(Options {
-                block_size: 128 << 10,
-                block_nr: 8,
-                latency: Duration::from_millis(10),
-                ..Options::default()
-            })
-            .open()
-            .unwrap()
-    })
-    .join()
-    .unwrap();
+    let members = open_members(&pair, 3);
     let stop = StopHandle::default();
     let mut members = members;
     for m in &mut members {
@@ -135,4 +118,143 @@ fn fanout_members_run_the_file_workers_and_each_flow_stays_on_one() {
         done.stats.workers.iter().map(|w| w.packets).sum::<u64>(),
         done.stats.packets
     );
+}
+
+/// `n` members of a fresh fan-out group on the pair's `vb` end (opened inside its
+/// namespace).
+fn open_members(pair: &VethPair, n: usize) -> Vec<tracekit::live::AfPacket> {
+    let b_ns = pair.b.clone();
+    std::thread::spawn(move || {
+        enter_netns(&b_ns).unwrap();
+        FanoutGroup::new("vb")
+            .members(n)
+            .mode("hash".parse().unwrap())
+            .group(GroupId::Unique)
+            .options(Options {
+                block_size: 128 << 10,
+                block_nr: 8,
+                latency: Duration::from_millis(10),
+                ..Options::default()
+            })
+            .open()
+            .unwrap()
+    })
+    .join()
+    .unwrap()
+}
+
+/// Holds our frames' numbers back and emits them only when the run sends on time.
+struct Held {
+    numbers: Vec<u32>,
+}
+
+impl Worker for Held {
+    type Item = Vec<u32>;
+    fn packet(&mut self, p: &Packet<'_>, _: &mut Emit<'_, Self::Item>) -> Result<(), Error> {
+        let d = tracekit::decode::Decoded::new(p);
+        if let Some(udp) = d.udp()
+            && udp.dst_port() == PORT
+            && let Some(n) = d.payload().and_then(|b| b.get(..4))
+        {
+            self.numbers.push(u32::from_be_bytes(n.try_into().unwrap()));
+        }
+        Ok(())
+    }
+    fn flush(&mut self, out: &mut Emit<'_, Self::Item>) -> Result<(), Error> {
+        if !self.numbers.is_empty() {
+            out.emit(std::mem::take(&mut self.numbers));
+        }
+        Ok(())
+    }
+}
+
+#[test]
+fn quiet_members_send_what_their_workers_hold_and_publish_their_counters() {
+    if !is_root() {
+        eprintln!("skipped: needs root for network namespaces");
+        return;
+    }
+    let pair = VethPair::new("q");
+    let frames: Vec<Vec<u8>> = (0..100u32)
+        .map(|i| {
+            let mut b = PacketBuilder::new();
+            b.ethernet(Ethernet::new([2, 0, 0, 0, 0, 1], [2, 0, 0, 0, 0, 2]));
+            b.ipv4(Ipv4::new([10, 9, 0, 1 + (i % 8) as u8], [10, 9, 1, 1]));
+            b.udp(Udp::new(40_000 + (i % 8) as u16, PORT));
+            let mut payload = i.to_be_bytes().to_vec();
+            payload.resize(32, 0);
+            b.payload(&payload);
+            b.build()
+        })
+        .collect();
+    let mut members = open_members(&pair, 2);
+    let stop = StopHandle::default();
+    for m in &mut members {
+        m.set_stop_handle(stop.clone());
+    }
+    // The combiner counts what reached it; the sender stops the run only once all 100
+    // did (or after 10 s), so they must come while the members are quiet, not at the end.
+    let combined = Arc::new(AtomicU64::new(0));
+    let watch = tracekit::parallel::MemberWatch::new();
+    let published = Arc::new(AtomicU64::new(0));
+    let sender = {
+        let (a_ns, combined, stop, watch, published) = (
+            pair.a.clone(),
+            combined.clone(),
+            stop.clone(),
+            watch.clone(),
+            published.clone(),
+        );
+        std::thread::spawn(move || {
+            enter_netns(&a_ns).unwrap();
+            std::thread::sleep(Duration::from_millis(200));
+            let inj = Injector::open("va").unwrap();
+            for f in &frames {
+                inj.send(f).unwrap();
+            }
+            let end = Instant::now() + Duration::from_secs(10);
+            while combined.load(Ordering::Relaxed) < 100 && Instant::now() < end {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            // The members' counters as published during the run.
+            std::thread::sleep(Duration::from_millis(200));
+            let live: u64 = watch.stats().iter().map(|s| s.captured).sum();
+            published.store(live, Ordering::Relaxed);
+            stop.stop();
+            combined.load(Ordering::Relaxed)
+        })
+    };
+    let mut got = Vec::new();
+    let done = Parallel::new(2)
+        .stop_flag(stop.flag())
+        .watch(watch.clone())
+        .run_members(
+            members,
+            |_| Held {
+                numbers: Vec::new(),
+            },
+            |_, numbers: Vec<u32>| {
+                combined.fetch_add(numbers.len() as u64, Ordering::Relaxed);
+                got.extend(numbers);
+            },
+        )
+        .unwrap();
+    let before_stop = sender.join().unwrap();
+    assert!(done.error.is_none(), "{:?}", done.error);
+    assert_eq!(
+        before_stop, 100,
+        "held frames reached the combiner before the stop"
+    );
+    got.sort_unstable();
+    assert_eq!(got, (0..100).collect::<Vec<u32>>());
+    // Each member's own counters: published while running, and at the end.
+    assert!(published.load(Ordering::Relaxed) >= 100);
+    assert_eq!(watch.stats().len(), 2);
+    for w in &done.stats.workers {
+        let source = w.source.expect("a member's counters");
+        assert_eq!(source.captured, w.packets);
+        assert!(source.received >= source.captured, "{source:?}");
+        assert_eq!(source.dropped, 0);
+    }
+    assert!(done.stats.to_string().contains("its member received"));
 }

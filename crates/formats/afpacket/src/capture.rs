@@ -9,8 +9,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use tracekit_core::{
-    CaptureSource, Direction, Error, InterfaceInfo, LinkType, Meta, Packet, Stats, Timestamp,
-    TraceInfo, TsResolution,
+    CaptureSource, Direction, Error, InterfaceInfo, LinkType, Meta, Packet, Polled, Stats,
+    Timestamp, TraceInfo, TsResolution,
 };
 use tracekit_filter::{Filter, Insn, KERNEL_MAX_INSNS};
 
@@ -763,6 +763,21 @@ impl AfPacket {
         &mut self,
         keep: &mut dyn FnMut(&Packet<'_>) -> Result<bool, Error>,
     ) -> Result<Option<Packet<'_>>, Error> {
+        Ok(match self.poll_matching(keep, None)? {
+            Polled::Packet(p) => Some(p),
+            Polled::Idle | Polled::Ended => None,
+        })
+    }
+
+    /// The next packet `keep` accepts, waiting at most `timeout` for it (`None`: until
+    /// the stop flag): [`Polled::Idle`] when none came in time, [`Polled::Ended`] once
+    /// the stop flag is set.
+    pub fn poll_matching(
+        &mut self,
+        keep: &mut dyn FnMut(&Packet<'_>) -> Result<bool, Error>,
+        timeout: Option<Duration>,
+    ) -> Result<Polled<'_>, Error> {
+        let deadline = timeout.map(|t| Instant::now() + t);
         self.current = None;
         let slot = loop {
             if let Some(mut c) = self.cursor {
@@ -784,8 +799,12 @@ impl AfPacket {
                 }
                 self.release_block();
             }
-            if !self.wait_block(None)? {
-                return Ok(None);
+            if !self.wait_block(deadline)? {
+                return Ok(if self.stop.is_stopped() {
+                    Polled::Ended
+                } else {
+                    Polled::Idle
+                });
             }
         };
         self.delivered += 1;
@@ -797,7 +816,7 @@ impl AfPacket {
             self.map
                 .user_block(c.block + AREA_START, self.block_size - AREA_START)
         };
-        Ok(Some(Packet::new(&area[slot.data], slot.meta)))
+        Ok(Polled::Packet(Packet::new(&area[slot.data], slot.meta)))
     }
 
     /// The packet the last `next_packet` lent, again (`None` once its block was
@@ -849,6 +868,11 @@ impl CaptureSource for AfPacket {
     /// The next packet, waiting for one; `None` once the stop flag is set.
     fn next_packet(&mut self) -> Result<Option<Packet<'_>>, Error> {
         self.next_matching(&mut |_| Ok(true))
+    }
+
+    /// The next packet if one comes within `timeout`.
+    fn next_packet_within(&mut self, timeout: Duration) -> Result<Polled<'_>, Error> {
+        self.poll_matching(&mut |_| Ok(true), Some(timeout))
     }
 
     fn stats(&self) -> Stats {

@@ -6,7 +6,9 @@
 //! - [`FanoutGroup`]: opens N members of one fan-out group, each movable to its own
 //!   thread; [`AfPacket::fanout`] joins a group per handle, with the fan-out paper's mode
 //!   strings (`"hash|defrag"`); [`MemberThreads`] reads the members on one thread each
-//!   and hands their packets out as one stream.
+//!   and hands their packets out as one stream (for users of this crate alone: the
+//!   facade's `tracekit::parallel::Parallel::run_members` runs a worker per member, and
+//!   `tracekit capture --members` uses it).
 //! - [`config`]: the `TRACEKIT_GROUP`/`TRACEKIT_FANOUT` environment (and the paper's
 //!   `PCAP_*` names) and the `key[@group] = value` file named by `TRACEKIT_CONFIG`.
 //! - [`Injector`] sends frames (for tests and traffic generators); [`enter_netns`] moves
@@ -73,8 +75,10 @@ use std::os::fd::OwnedFd;
 pub use capture::{AfPacket, Block, FanoutProgram, MAX_SNAPLEN, Options, RingStats, StopHandle};
 pub use config::{Config, KernelFilter, Settings};
 pub use fanout::{FanoutFlags, FanoutMode, FanoutSpec, GroupId};
-pub use members::{MemberThreads, Polled};
+pub use members::MemberThreads;
 use tracekit_core::Error;
+/// What [`MemberThreads::poll`] and [`AfPacket`]'s `next_packet_within` found.
+pub use tracekit_core::Polled;
 use tracekit_filter::Insn;
 
 /// Opens the members of one fan-out group on one interface.

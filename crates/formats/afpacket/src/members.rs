@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use tracekit_core::{CaptureSource, Error, Meta, Packet, Stats};
+use tracekit_core::{CaptureSource, Error, Meta, Packet, Polled, Stats};
 
 use crate::{AfPacket, RingStats, StopHandle};
 
@@ -29,18 +29,6 @@ struct Batch {
     bytes: Vec<u8>,
     /// Metadata, start and length in `bytes` of each packet.
     packets: Vec<(Meta, usize, usize)>,
-}
-
-/// What [`MemberThreads::poll`] found.
-#[derive(Debug)]
-pub enum Polled<'a> {
-    /// The next packet, lent until the next call.
-    Packet(Packet<'a>),
-    /// Nothing arrived within the timeout.
-    Idle,
-    /// Every member has stopped (the stop handle, or an error [`MemberThreads::finish`]
-    /// returns) and every packet has been handed out.
-    Ended,
 }
 
 type Worker = JoinHandle<Result<RingStats, Error>>;

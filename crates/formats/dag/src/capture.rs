@@ -11,7 +11,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use tracekit_core::{
-    CaptureSource, Error, InterfaceInfo, Meta, Packet, PacketKind, Stats, TraceInfo, TsResolution,
+    CaptureSource, Error, InterfaceInfo, Meta, Packet, PacketKind, Polled, Stats, TraceInfo,
+    TsResolution,
 };
 use tracekit_erf::record::{ErfType, HEADER_LEN};
 use tracekit_erf::{ErfNotes, decode_record};
@@ -492,22 +493,25 @@ impl DagStream {
     }
 }
 
-/// What [`DagStream::poll_packet`] found.
-pub enum Polled<'a> {
-    /// A packet, borrowing the stream window.
-    Packet(Packet<'a>),
-    /// Nothing within the maximum wait.
-    Idle,
-    /// The capture ended.
-    Ended,
-}
-
 impl CaptureSource for DagStream {
     /// The next packet, waiting for one; `None` once the stop flag is set (or, on the
     /// software card with `DAGEMU_END=1`, after the last record).
     #[inline]
     fn next_packet(&mut self) -> Result<Option<Packet<'_>>, Error> {
         self.next_matching(&mut |_| Ok(true))
+    }
+
+    /// The next packet if one comes within `timeout` (in steps of the poll maximum
+    /// wait).
+    fn next_packet_within(&mut self, timeout: Duration) -> Result<Polled<'_>, Error> {
+        let deadline = std::time::Instant::now() + timeout;
+        let step = loop {
+            match self.step(&mut |_| Ok(true))? {
+                Step::Idle if std::time::Instant::now() < deadline => continue,
+                step => break step,
+            }
+        };
+        Ok(self.lend(step))
     }
 
     /// `received`: records of this stream that reached the card (delivered, filtered

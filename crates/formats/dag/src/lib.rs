@@ -44,8 +44,10 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
-pub use capture::{DagStream, Polled};
+pub use capture::DagStream;
 pub use sink::DagSink;
+/// What [`DagStream::poll_packet`] found.
+pub use tracekit_core::Polled;
 use tracekit_core::{CaptureSource, Error, Packet, Stats, TraceInfo, TsResolution};
 
 /// How receive streams are read.
