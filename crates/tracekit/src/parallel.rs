@@ -1459,8 +1459,9 @@ fn read_member<S: CaptureSource, W: Worker>(
                 if items.len() >= 256 {
                     send(&mut items, &mut stats);
                 }
-                // The clock is read with every packet while items wait, else every 64.
-                (!items.is_empty() || seq.is_multiple_of(64)) && sent.elapsed() >= MEMBER_FLUSH
+                // The clock is read every 8 packets while items wait, else every 64.
+                seq.is_multiple_of(if items.is_empty() { 64 } else { 8 })
+                    && sent.elapsed() >= MEMBER_FLUSH
             }
             Ok(Polled::Idle) => true,
             Ok(Polled::Ended) => break,

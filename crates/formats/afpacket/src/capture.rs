@@ -777,7 +777,8 @@ impl AfPacket {
         keep: &mut dyn FnMut(&Packet<'_>) -> Result<bool, Error>,
         timeout: Option<Duration>,
     ) -> Result<Polled<'_>, Error> {
-        let deadline = timeout.map(|t| Instant::now() + t);
+        // The clock is read only when the packets at hand are used up.
+        let mut deadline = None;
         self.current = None;
         let slot = loop {
             if let Some(mut c) = self.cursor {
@@ -799,6 +800,7 @@ impl AfPacket {
                 }
                 self.release_block();
             }
+            let deadline = timeout.map(|t| *deadline.get_or_insert_with(|| Instant::now() + t));
             if !self.wait_block(deadline)? {
                 return Ok(if self.stop.is_stopped() {
                     Polled::Ended
