@@ -8,6 +8,7 @@ use serde::Serialize;
 use tracekit::flow::{FlowConfig, FlowTable, ScanDetector};
 
 use crate::Outcome;
+use crate::flows::{FlowsWorker, end_flows};
 use crate::numbered::each_packet;
 
 /// Sources that sent TCP SYNs to more than N distinct destinations (address and port)
@@ -29,6 +30,12 @@ pub struct ScansArgs {
     /// One JSON object per scanner and line.
     #[arg(long)]
     json: bool,
+    /// Threads, the reading thread among them, which works too (1, the default:
+    /// everything on one thread; 0: one per core). Packets are spread by address pair, so
+    /// each flow stays on one worker's flow table; the ended flows are counted here, and
+    /// the figures are those of one thread.
+    #[arg(long, default_value_t = 1, value_parser = crate::parse_workers)]
+    threads: usize,
     /// Trace file (`-` for standard input).
     file: String,
 }
@@ -42,13 +49,29 @@ struct ScannerJson {
 }
 
 pub fn run(args: ScansArgs) -> Result<Outcome> {
-    let mut table = FlowTable::new(FlowConfig::default());
     let mut scans = ScanDetector::new();
-    let ended = each_packet(&args.file, args.filter.as_deref(), |_, packet| {
-        table.add(packet, &mut |r| scans.add(r));
-        Ok(true)
-    })?;
-    table.finish(&mut |r| scans.add(r));
+    let ended = if crate::numbered::is_parallel(args.threads) {
+        let (mut workers, ended, _) = crate::numbered::run_parallel(
+            &args.file,
+            args.filter.as_deref(),
+            tracekit::parallel::Parallel::new(args.threads),
+            |_| FlowsWorker {
+                table: FlowTable::new(FlowConfig::default()),
+                defrag: None,
+            },
+            |_, r| scans.add(&r),
+        )?;
+        end_flows(&mut workers, &mut |r| scans.add(r));
+        ended
+    } else {
+        let mut table = FlowTable::new(FlowConfig::default());
+        let ended = each_packet(&args.file, args.filter.as_deref(), |_, packet| {
+            table.add(packet, &mut |r| scans.add(r));
+            Ok(true)
+        })?;
+        table.finish(&mut |r| scans.add(r));
+        ended
+    };
     let scanners = scans.scanners(args.threshold);
     // Buffered: a table of many rows is one write, not one per line.
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());

@@ -325,7 +325,7 @@ fn tshark_failed_attempts(path: &Path) -> BTreeMap<String, std::collections::BTr
 }
 
 #[test]
-fn scans_count_the_failed_attempts_tshark_finds_on_every_corpus_file() {
+fn scans_count_the_failed_attempts_tshark_finds_on_every_corpus_file_on_one_and_three_threads() {
     if !have("tshark") {
         return;
     }
@@ -347,6 +347,18 @@ fn scans_count_the_failed_attempts_tshark_finds_on_every_corpus_file() {
             .arg(&path)
             .output()
             .unwrap();
+        // Spread over 3 workers (flows by address pair): the same bytes.
+        let spread = tracekit()
+            .args(["scans", "--json", "--threshold", "0", "--threads", "3"])
+            .arg(&path)
+            .output()
+            .unwrap();
+        if (spread.status.code(), &spread.stdout) != (out.status.code(), &out.stdout) {
+            problems.push(format!(
+                "{}: --threads 3 differs from one thread",
+                entry.file
+            ));
+        }
         let ours: BTreeMap<String, usize> = String::from_utf8_lossy(&out.stdout)
             .lines()
             .map(|l| {
