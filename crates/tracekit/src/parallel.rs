@@ -592,7 +592,7 @@ impl Parallel {
                 if let Some(c) = reader_core {
                     core_affinity::set_for_current(c);
                 }
-                let own = own_back.map(|back| Running::new(0, make(0), &own_done, back));
+                let own = own_back.map(|back| Running::new(0, make(0), order, &own_done, back));
                 read_and_deal(source, &deal, own, tick, &batch_tx, &spare_rx, shared)
             });
             let mut handles = Vec::with_capacity(n);
@@ -606,7 +606,7 @@ impl Parallel {
                         core_affinity::set_for_current(c);
                     }
                     work(
-                        Running::new(i, make(i), &done_tx, back),
+                        Running::new(i, make(i), order, &done_tx, back),
                         rx,
                         &spare_tx,
                         shared,
@@ -703,6 +703,9 @@ struct Running<'a, W: Worker> {
     items: Vec<(u64, W::Item)>,
     stats: WorkerStats,
     failed: bool,
+    /// Whether the combiner needs this worker's progress with every batch (stream
+    /// order); in arrival order, a send with no items is skipped.
+    progress: bool,
     done_tx: &'a SyncSender<Done<W::Item>>,
     back: Receiver<Vec<(u64, W::Item)>>,
 }
@@ -711,6 +714,7 @@ impl<'a, W: Worker> Running<'a, W> {
     fn new(
         index: usize,
         worker: W,
+        order: Order,
         done_tx: &'a SyncSender<Done<W::Item>>,
         back: Receiver<Vec<(u64, W::Item)>>,
     ) -> Running<'a, W> {
@@ -720,6 +724,7 @@ impl<'a, W: Worker> Running<'a, W> {
             items: Vec::new(),
             stats: WorkerStats::default(),
             failed: false,
+            progress: order == Order::Stream,
             done_tx,
             back,
         }
@@ -761,6 +766,12 @@ impl<'a, W: Worker> Running<'a, W> {
     /// was seen. `false` when the combiner is gone.
     fn send(&mut self, seq: u64) -> bool {
         self.stats.batches += 1;
+        // Nothing to hand on: no message, and no wake-up of the combiner's thread (on a
+        // VM each is an inter-processor interrupt, and the combiner takes a core from
+        // the reader or a worker while it runs).
+        if self.items.is_empty() && !self.progress && !self.failed {
+            return true;
+        }
         let fresh = self.back.try_recv().unwrap_or_default();
         let items = std::mem::replace(&mut self.items, fresh);
         let upto = if self.failed { u64::MAX } else { tick_key(seq) };
@@ -1391,8 +1402,6 @@ fn work<W: Worker>(
     running.finish(last_end, shared)
 }
 
-/// A member's thread of [`Parallel::run_members`]: reads the member, runs the worker,
-/// sends its items now and then; returns the worker, its figures and the member's read
 /// What a member's worker is connected to: its number, the combiner, its emptied item
 /// lists coming back, the caller's watch.
 struct MemberLink<'a, T> {
@@ -1402,8 +1411,9 @@ struct MemberLink<'a, T> {
     watch: Option<&'a MemberWatch>,
 }
 
-/// One member's thread: reads it and runs its worker; sends items every 256, and on
-/// time ([`MEMBER_FLUSH`]: while packets come, and when the member is quiet).
+/// A member's thread of [`Parallel::run_members`]: reads the member and runs its worker;
+/// sends the items every 256, and on time ([`MEMBER_FLUSH`]: while packets come, and when
+/// the member is quiet); returns the worker, its figures and the member's read error.
 fn read_member<S: CaptureSource, W: Worker>(
     mut member: S,
     mut worker: W,
