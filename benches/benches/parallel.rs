@@ -116,7 +116,9 @@ fn benches(c: &mut Criterion) {
         });
         for workers in [1usize, 2] {
             group.bench_function(format!("parallel_{workers}"), |b| {
-                b.iter(|| black_box(parallel(&path, workers, |_| PortsWorker(Ports::new())).len()))
+                b.iter(|| {
+                    black_box(parallel(&path, workers, |_| PortsWorker(Ports::new_written())).len())
+                })
             });
         }
         group.finish();
@@ -141,7 +143,9 @@ fn benches(c: &mut Criterion) {
             for share in [0.0, 0.1, 0.2, 0.3] {
                 let two = || Parallel::new(2).reader_share(share);
                 group.bench_function(format!("ports_{share}"), |b| {
-                    b.iter(|| black_box(run(&path, two(), |_| PortsWorker(Ports::new())).len()))
+                    b.iter(|| {
+                        black_box(run(&path, two(), |_| PortsWorker(Ports::new_written())).len())
+                    })
                 });
                 group.bench_function(format!("scans_{share}"), |b| {
                     b.iter(|| black_box(run(&path, two(), |_| Scans::default()).len()))

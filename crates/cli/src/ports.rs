@@ -90,7 +90,7 @@ pub fn run(args: PortsArgs) -> Result<Outcome> {
     let ended = if numbered::is_parallel(args.threads) && !args.reassemble {
         let (workers, ended, stats) =
             numbered::parallel(&args.file, args.filter.as_deref(), args.threads, |_| {
-                PortsWorker(Ports::new())
+                PortsWorker(Ports::new_written())
             })?;
         // Added up into the first worker's table (a table is 4 MiB: a fresh one would
         // cost its page faults and a pass more).

@@ -27,7 +27,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let file = args.next().unwrap_or("samples/sample.pcap".into());
     let workers: usize = args.next().map_or(Ok(0), |w| w.parse())?;
     let mut source = tracekit::open(&file)?;
-    let done = Parallel::new(workers).run(&mut source, |_| PortsWorker(Ports::new()), |_, _| {})?;
+    let done = Parallel::new(workers).run(
+        &mut source,
+        |_| PortsWorker(Ports::new_written()),
+        |_, _| {},
+    )?;
     let mut ports = Ports::new();
     for w in &done.workers {
         ports.merge(&w.0);

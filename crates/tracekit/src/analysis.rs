@@ -83,14 +83,26 @@ impl Default for Ports {
 }
 
 impl Ports {
-    /// An empty table (8 MiB, allocated once and written through at once).
-    ///
-    /// Written, not left to the allocator's zeroed pages: a counter's first update reads
-    /// its page before writing it, and a page first read is the kernel's shared zero
-    /// page, replaced on the write with a TLB flush on every CPU the process runs on. In
-    /// a parallel run those flushes were inter-processor interrupts, on a VM exits to the
-    /// hypervisor: 8 % of a 2-worker `ports` run's time.
+    /// An empty table (8 MiB, allocated once; its pages come from the kernel as they
+    /// are first used).
     pub fn new() -> Ports {
+        Ports {
+            table: vec![(0, 0); PROTOCOLS.len() * 2 * PORTS].into_boxed_slice(),
+            fragments: 0,
+            truncated: 0,
+            other: 0,
+        }
+    }
+
+    /// An empty table written through at once, for a worker of a parallel run.
+    ///
+    /// A counter's first update reads its page before writing it; a page first read is
+    /// the kernel's shared zero page, replaced on the write with a TLB flush on every CPU
+    /// the process runs on. In a parallel run those flushes are inter-processor
+    /// interrupts (on a VM, exits to the hypervisor): 8 % of a 2-worker `ports` run's
+    /// time. Writing the table first costs about 2 ms on one thread, so [`Ports::new`]
+    /// does not.
+    pub fn new_written() -> Ports {
         let cells = PROTOCOLS.len() * 2 * PORTS;
         let mut table: Vec<(u64, u64)> = Vec::with_capacity(cells);
         // Seen by the optimiser as used: else the allocation and the zeroing below are
