@@ -370,6 +370,9 @@ impl Worker for Copier {
         b.packets.push((*p.meta(), start, p.caplen()));
         if b.packets.len() >= BATCH_PACKETS || b.bytes.len() >= BATCH_BYTES {
             self.emit(out);
+            // A batch holds many packets: it goes to the writer now, so that what is in
+            // flight stays a few batches per member.
+            out.send_soon();
         }
         Ok(())
     }
@@ -410,7 +413,15 @@ fn capture_members(
     };
     let mut failure = None;
     let mut clock_failure = None;
+    /// Ends the clock thread however the run ends (a panic included).
+    struct EndClock<'a>(&'a AtomicBool);
+    impl Drop for EndClock<'_> {
+        fn drop(&mut self) {
+            self.0.store(true, Ordering::Relaxed);
+        }
+    }
     let done = std::thread::scope(|scope| {
+        let end_clock = EndClock(&finished);
         let (watch, written, finished) = (&watch, &written, &finished);
         let clock_failure = &mut clock_failure;
         scope.spawn(move || {
@@ -448,7 +459,7 @@ fn capture_members(
                 }
                 let _ = spare_tx[member].try_send(batch);
             });
-        finished.store(true, Ordering::Relaxed);
+        drop(end_clock);
         done
     });
     let done = done?;

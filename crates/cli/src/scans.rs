@@ -33,7 +33,9 @@ pub struct ScansArgs {
     /// Threads, the reading thread among them, which works too (1, the default:
     /// everything on one thread; 0: one per core). Packets are spread by address pair, so
     /// each flow stays on one worker's flow table; the ended flows are counted here, and
-    /// the figures are those of one thread.
+    /// the figures are those of one thread (unless a source passes the detector's caps,
+    /// 65,536 destinations or a million sources, where which ones are kept depends on
+    /// the order the flows end in).
     #[arg(long, default_value_t = 1, value_parser = crate::parse_workers)]
     threads: usize,
     /// Trace file (`-` for standard input).

@@ -83,7 +83,7 @@ impl Default for Ports {
 }
 
 impl Ports {
-    /// An empty table (8 MiB, allocated once; its pages come from the kernel as they
+    /// An empty table (4 MiB, allocated once; its pages come from the kernel as they
     /// are first used).
     pub fn new() -> Ports {
         Ports {

@@ -82,8 +82,9 @@ pub trait Worker: Send {
     }
 
     /// In a run over live members ([`Parallel::run_members`]): the worker's items are
-    /// about to be sent on time (every [`MEMBER_FLUSH`] while packets come, and whenever
-    /// its member was quiet that long, and once more before [`finish`](Self::finish)). A
+    /// about to be sent on time (once [`MEMBER_FLUSH`] has passed while packets come,
+    /// looked at every 8 packets; whenever its member was quiet that long; and once more
+    /// before [`finish`](Self::finish)). A
     /// worker that holds packets back in batches of its own emits them here, so that
     /// nothing waits for the next packet. Not called in a run over a file.
     fn flush(&mut self, out: &mut Emit<'_, Self::Item>) -> Result<(), Error> {
@@ -107,6 +108,8 @@ pub struct Emit<'a, T> {
     /// (a tick at packet `n` comes before packet `n`).
     key: u64,
     items: &'a mut Vec<(u64, T)>,
+    /// Asked to send the items now ([`Emit::send_soon`]).
+    soon: bool,
 }
 
 impl<'a, T> Emit<'a, T> {
@@ -116,7 +119,16 @@ impl<'a, T> Emit<'a, T> {
         Emit {
             key: packet_key(seq),
             items,
+            soon: false,
         }
+    }
+
+    /// In a run over members: asks that this worker's items go to the combiner after
+    /// this packet rather than once 256 have gathered — for items that each hold many
+    /// packets (a batch of copies), so that what is in flight stays small. Runs over a
+    /// file send with every batch anyway.
+    pub fn send_soon(&mut self) {
+        self.soon = true;
     }
 
     /// Emits an item for the combiner.
@@ -453,7 +465,11 @@ impl Parallel {
     /// items reach `combine` as they come ([`Order::Arrival`], whatever the run's order;
     /// the `seq` handed with them is the member's own packet number), and ticks count
     /// each member's own packets or time stamps. A worker sends its items every 256
-    /// items, or with its next packet once 50 ms have passed, and at the end.
+    /// items (or when it asks, [`Emit::send_soon`]), on time ([`MEMBER_FLUSH`]: once that
+    /// long has passed, looked at every 8 packets, and whenever its member was quiet that
+    /// long; [`Worker::flush`] is called then), and at the end. Members are read with
+    /// [`CaptureSource::next_packet_within`]: a source that implements it only by
+    /// waiting for its next packet delays the sends on time of a quiet member.
     ///
     /// **Stopping.** A live member ends when it is stopped: give every member the stop
     /// handle whose flag is this run's [`stop_flag`](Self::stop_flag) (for AF_PACKET,
@@ -753,6 +769,7 @@ impl<'a, W: Worker> Running<'a, W> {
         let mut out = Emit {
             key: packet_key(seq),
             items: &mut self.items,
+            soon: false,
         };
         if let Err(e) = self.worker.packet(p, &mut out) {
             fail(shared, seq, e);
@@ -791,6 +808,7 @@ impl<'a, W: Worker> Running<'a, W> {
             let mut out = Emit {
                 key: tick_key(at),
                 items: &mut self.items,
+                soon: false,
             };
             if let Err(e) = self.worker.finish(&mut out) {
                 fail(shared, at, e);
@@ -1458,20 +1476,22 @@ fn read_member<S: CaptureSource, W: Worker>(
                 let mut out = Emit {
                     key: packet_key(seq),
                     items: &mut items,
+                    soon: false,
                 };
                 if let Err(e) = worker.packet(&p, &mut out) {
                     fail(shared, seq, e);
                     failed = true;
                     break;
                 }
+                let soon = out.soon;
                 seq += 1;
                 stats.packets += 1;
-                if items.len() >= 256 {
+                if items.len() >= 256 || (soon && !items.is_empty()) {
                     send(&mut items, &mut stats);
                 }
-                // The clock is read every 8 packets while items wait, else every 64.
-                seq.is_multiple_of(if items.is_empty() { 64 } else { 8 })
-                    && sent.elapsed() >= MEMBER_FLUSH
+                // The clock is read every 8 packets (a worker may hold packets back in
+                // batches of its own, which `flush` hands on).
+                seq.is_multiple_of(8) && sent.elapsed() >= MEMBER_FLUSH
             }
             Ok(Polled::Idle) => true,
             Ok(Polled::Ended) => break,
@@ -1486,6 +1506,7 @@ fn read_member<S: CaptureSource, W: Worker>(
             let mut out = Emit {
                 key: tick_key(seq),
                 items: &mut items,
+                soon: false,
             };
             if let Err(e) = worker.flush(&mut out) {
                 fail(shared, seq, e);
@@ -1507,6 +1528,7 @@ fn read_member<S: CaptureSource, W: Worker>(
         let mut out = Emit {
             key: tick_key(seq),
             items: &mut items,
+            soon: false,
         };
         if let Err(e) = worker
             .flush(&mut out)
@@ -1541,6 +1563,7 @@ fn run_ticks<W: Worker>(
         let mut out = Emit {
             key: tick_key(at),
             items,
+            soon: false,
         };
         worker.tick(&tick, &mut out).map_err(|e| (at, e))?;
     }

@@ -672,8 +672,8 @@ impl CaptureSource for Source {
         Source::next_packet(self)
     }
 
-    /// A live capture waits at most `timeout` (its filter applied); other sources read
-    /// their next packet.
+    /// A live capture waits at most `timeout` (its filter applied), as does one DAG
+    /// stream without a filter; other sources read their next packet.
     fn next_packet_within(&mut self, timeout: std::time::Duration) -> Result<Polled<'_>, Error> {
         #[cfg(all(feature = "live", target_os = "linux"))]
         if let SourceKind::Live(_) = self.kind {
@@ -692,6 +692,13 @@ impl CaptureSource for Source {
                 ),
                 None => c.poll_matching(&mut |_| Ok(true), Some(timeout)),
             };
+        }
+        #[cfg(feature = "dag")]
+        if self.filter.is_none() && matches!(self.kind, SourceKind::Dag(_)) {
+            let SourceKind::Dag(d) = &mut self.kind else {
+                unreachable!("matched just above")
+            };
+            return d.next_packet_within(timeout);
         }
         let _ = timeout;
         Ok(match Source::next_packet(self)? {

@@ -799,6 +799,10 @@ impl AfPacket {
                     break slot;
                 }
                 self.release_block();
+                // Blocks whose packets the filter all dropped do not stop the clock.
+                if deadline.is_some_and(|d| Instant::now() >= d) {
+                    return Ok(Polled::Idle);
+                }
             }
             let deadline = timeout.map(|t| *deadline.get_or_insert_with(|| Instant::now() + t));
             if !self.wait_block(deadline)? {

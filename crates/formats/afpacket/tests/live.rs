@@ -609,3 +609,54 @@ fn stop_ends_reading_under_continuous_traffic() {
     assert!(n > 0);
     assert!(took < Duration::from_secs(2), "stopping took {took:?}");
 }
+
+/// `next_packet_within` under continuous traffic that a user-space filter drops entirely:
+/// the ring is full of blocks, none of their packets pass, and the call still comes back
+/// idle once its time is up (after the block it is in), instead of reading every block
+/// there is (so that a parallel run's worker can send on time).
+#[test]
+fn a_filter_that_drops_everything_still_lets_the_timeout_end() {
+    if !is_root() {
+        return;
+    }
+    let pair = Pair::new("w");
+    let mut cap = pair.in_b(|| {
+        AfPacket::open(
+            "vb",
+            Options {
+                block_size: 128 << 10,
+                block_nr: 32,
+                // A VLAN filter runs in user space: the kernel hands every frame up.
+                filter: Some(tracekit_afpacket::compile_filter("vlan 999", 262_144).unwrap()),
+                ..Options::default()
+            },
+        )
+        .unwrap()
+    });
+    assert!(!cap.kernel_filtered());
+    let sending = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let a = pair.0.a.clone();
+    let flag = sending.clone();
+    let sender = std::thread::spawn(move || {
+        enter_netns(&a).unwrap();
+        let inj = Injector::open("va").unwrap();
+        let f = frame(17, [10, 0, 0, 1], [10, 0, 0, 2], 1, 2, 100, 0);
+        while flag.load(std::sync::atomic::Ordering::Relaxed) {
+            inj.send(&f).unwrap();
+        }
+    });
+    // The ring fills while nobody reads: 32 blocks of about 680 frames each.
+    std::thread::sleep(Duration::from_millis(400));
+    let mut per_call = Vec::new();
+    for _ in 0..3 {
+        let before = CaptureSource::stats(&cap).filtered;
+        let polled = cap.next_packet_within(Duration::ZERO).unwrap();
+        assert!(matches!(polled, Polled::Idle), "{polled:?}");
+        per_call.push(CaptureSource::stats(&cap).filtered - before);
+    }
+    sending.store(false, std::sync::atomic::Ordering::Relaxed);
+    sender.join().unwrap();
+    // At most the block in hand and one more: well under the ring's 32.
+    assert!(per_call[0] > 0, "{per_call:?}");
+    assert!(per_call.iter().all(|&n| n < 4 * 700), "{per_call:?}");
+}
