@@ -103,7 +103,10 @@ impl FlowKey {
 
     /// As [`of`](Self::of), from the packet's [`IpView`] (one look-up of the walk for
     /// the table's further questions too).
-    #[inline]
+    ///
+    /// Always inlined: called, it returned the key through memory written in pieces,
+    /// which the caller's first whole load of it then waited for.
+    #[inline(always)]
     pub fn of_view(
         v: &IpView<'_, '_>,
         d: &Decoded<'_>,
@@ -136,6 +139,7 @@ impl FlowKey {
 
     /// A key from raw parts (addresses as 16 bytes; IPv4 in the first four with
     /// `version` 4).
+    #[inline(always)]
     fn from_parts(
         src: (u128, u16),
         dst: (u128, u16),
