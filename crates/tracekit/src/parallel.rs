@@ -116,8 +116,13 @@ impl<'a, T> Emit<'a, T> {
     /// An emitter for packet `seq` into `items` (order key, item): to run a worker on
     /// one thread without the machinery, as a reference or a baseline.
     pub fn new(seq: u64, items: &'a mut Vec<(u64, T)>) -> Emit<'a, T> {
+        Emit::keyed(packet_key(seq), items)
+    }
+
+    /// An emitter at order key `key` (a packet's or a tick's).
+    fn keyed(key: u64, items: &'a mut Vec<(u64, T)>) -> Emit<'a, T> {
         Emit {
-            key: packet_key(seq),
+            key,
             items,
             soon: false,
         }
@@ -766,11 +771,7 @@ impl<'a, W: Worker> Running<'a, W> {
             return false;
         }
         self.stats.packets += 1;
-        let mut out = Emit {
-            key: packet_key(seq),
-            items: &mut self.items,
-            soon: false,
-        };
+        let mut out = Emit::keyed(packet_key(seq), &mut self.items);
         if let Err(e) = self.worker.packet(p, &mut out) {
             fail(shared, seq, e);
             self.failed = true;
@@ -805,11 +806,7 @@ impl<'a, W: Worker> Running<'a, W> {
     fn finish(mut self, end: u64, shared: &Shared) -> (W, WorkerStats) {
         if !self.failed {
             let at = end.min(shared.limit.load(Ordering::Relaxed));
-            let mut out = Emit {
-                key: tick_key(at),
-                items: &mut self.items,
-                soon: false,
-            };
+            let mut out = Emit::keyed(tick_key(at), &mut self.items);
             if let Err(e) = self.worker.finish(&mut out) {
                 fail(shared, at, e);
             }
@@ -1473,11 +1470,7 @@ fn read_member<S: CaptureSource, W: Worker>(
                     failed = true;
                     break;
                 }
-                let mut out = Emit {
-                    key: packet_key(seq),
-                    items: &mut items,
-                    soon: false,
-                };
+                let mut out = Emit::keyed(packet_key(seq), &mut items);
                 if let Err(e) = worker.packet(&p, &mut out) {
                     fail(shared, seq, e);
                     failed = true;
@@ -1503,11 +1496,7 @@ fn read_member<S: CaptureSource, W: Worker>(
             }
         };
         if on_time {
-            let mut out = Emit {
-                key: tick_key(seq),
-                items: &mut items,
-                soon: false,
-            };
+            let mut out = Emit::keyed(tick_key(seq), &mut items);
             if let Err(e) = worker.flush(&mut out) {
                 fail(shared, seq, e);
                 failed = true;
@@ -1525,11 +1514,7 @@ fn read_member<S: CaptureSource, W: Worker>(
     if failed {
         shared.stop.store(true, Ordering::Relaxed);
     } else {
-        let mut out = Emit {
-            key: tick_key(seq),
-            items: &mut items,
-            soon: false,
-        };
+        let mut out = Emit::keyed(tick_key(seq), &mut items);
         if let Err(e) = worker
             .flush(&mut out)
             .and_then(|()| worker.finish(&mut out))
@@ -1560,11 +1545,7 @@ fn run_ticks<W: Worker>(
         return Ok(());
     }
     for tick in run.ticks() {
-        let mut out = Emit {
-            key: tick_key(at),
-            items,
-            soon: false,
-        };
+        let mut out = Emit::keyed(tick_key(at), items);
         worker.tick(&tick, &mut out).map_err(|e| (at, e))?;
     }
     Ok(())

@@ -27,17 +27,38 @@ struct Seen {
 impl Worker for Seen {
     type Item = (usize, u32, u16);
     fn packet(&mut self, p: &Packet<'_>, out: &mut Emit<'_, Self::Item>) -> Result<(), Error> {
-        let d = tracekit::decode::Decoded::new(p);
-        if let Some(udp) = d.udp()
-            && udp.dst_port() == PORT
-            && let Some(n) = d.payload().and_then(|b| b.get(..4))
-        {
-            let number = u32::from_be_bytes(n.try_into().unwrap());
-            out.emit((self.member, number, udp.src_port()));
+        if let Some((number, flow)) = ours(p) {
+            out.emit((self.member, number, flow));
             self.total.fetch_add(1, Ordering::Relaxed);
         }
         Ok(())
     }
+}
+
+/// One of our frames' number and flow (its UDP source port); `None` for other traffic.
+fn ours(p: &Packet<'_>) -> Option<(u32, u16)> {
+    let d = tracekit::decode::Decoded::new(p);
+    let udp = d.udp().filter(|u| u.dst_port() == PORT)?;
+    let n = d.payload()?.get(..4)?;
+    Some((u32::from_be_bytes(n.try_into().ok()?), udp.src_port()))
+}
+
+/// `count` of our frames over `flows` flows (source address and port), each payload
+/// `payload` bytes starting with the frame's number.
+fn numbered_frames(count: u32, flows: u32, payload: usize) -> Vec<Vec<u8>> {
+    (0..count)
+        .map(|i| {
+            let flow = (i % flows) as u16;
+            let mut b = PacketBuilder::new();
+            b.ethernet(Ethernet::new([2, 0, 0, 0, 0, 1], [2, 0, 0, 0, 0, 2]));
+            b.ipv4(Ipv4::new([10, 9, 0, 1 + flow as u8], [10, 9, 1, 1]));
+            b.udp(Udp::new(40_000 + flow, PORT));
+            let mut bytes = i.to_be_bytes().to_vec();
+            bytes.resize(payload, 0);
+            b.payload(&bytes);
+            b.build()
+        })
+        .collect()
 }
 
 #[test]
@@ -48,21 +69,9 @@ fn fanout_members_run_the_file_workers_and_each_flow_stays_on_one() {
     }
     let pair = VethPair::new("p");
     // 12 flows (source ports) of 40 frames each.
-    let mut frames = Vec::new();
-    for i in 0..480u32 {
-        let flow = (i % 12) as u16;
-        let mut b = PacketBuilder::new();
-        b.ethernet(Ethernet::new([2, 0, 0, 0, 0, 1], [2, 0, 0, 0, 0, 2]));
-        b.ipv4(Ipv4::new([10, 9, 0, 1 + flow as u8], [10, 9, 1, 1]));
-        b.udp(Udp::new(40_000 + flow, PORT));
-        let mut payload = i.to_be_bytes().to_vec();
-        payload.resize(64, 0);
-        b.payload(&payload);
-        frames.push(b.build());
-    }
-    let members = open_members(&pair, 3);
+    let frames = numbered_frames(480, 12, 64);
+    let mut members = open_members(&pair, 3);
     let stop = StopHandle::default();
-    let mut members = members;
     for m in &mut members {
         m.set_stop_handle(stop.clone());
     }
@@ -151,12 +160,8 @@ struct Held {
 impl Worker for Held {
     type Item = Vec<u32>;
     fn packet(&mut self, p: &Packet<'_>, _: &mut Emit<'_, Self::Item>) -> Result<(), Error> {
-        let d = tracekit::decode::Decoded::new(p);
-        if let Some(udp) = d.udp()
-            && udp.dst_port() == PORT
-            && let Some(n) = d.payload().and_then(|b| b.get(..4))
-        {
-            self.numbers.push(u32::from_be_bytes(n.try_into().unwrap()));
+        if let Some((number, _)) = ours(p) {
+            self.numbers.push(number);
         }
         Ok(())
     }
@@ -175,18 +180,7 @@ fn quiet_members_send_what_their_workers_hold_and_publish_their_counters() {
         return;
     }
     let pair = VethPair::new("q");
-    let frames: Vec<Vec<u8>> = (0..100u32)
-        .map(|i| {
-            let mut b = PacketBuilder::new();
-            b.ethernet(Ethernet::new([2, 0, 0, 0, 0, 1], [2, 0, 0, 0, 0, 2]));
-            b.ipv4(Ipv4::new([10, 9, 0, 1 + (i % 8) as u8], [10, 9, 1, 1]));
-            b.udp(Udp::new(40_000 + (i % 8) as u16, PORT));
-            let mut payload = i.to_be_bytes().to_vec();
-            payload.resize(32, 0);
-            b.payload(&payload);
-            b.build()
-        })
-        .collect();
+    let frames = numbered_frames(100, 8, 32);
     let mut members = open_members(&pair, 2);
     let stop = StopHandle::default();
     for m in &mut members {

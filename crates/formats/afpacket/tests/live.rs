@@ -38,6 +38,27 @@ impl Pair {
         Pair::run_in(&self.0.b, f)
     }
 
+    /// Sends one UDP frame on `va` over and over, from a thread, until the returned
+    /// flag is cleared; join the handle then.
+    fn flood(
+        &self,
+    ) -> (
+        std::sync::Arc<std::sync::atomic::AtomicBool>,
+        std::thread::JoinHandle<()>,
+    ) {
+        let sending = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
+        let (a, flag) = (self.0.a.clone(), sending.clone());
+        let sender = std::thread::spawn(move || {
+            enter_netns(&a).unwrap();
+            let inj = Injector::open("va").unwrap();
+            let f = frame(17, [10, 0, 0, 1], [10, 0, 0, 2], 1, 2, 100, 0);
+            while flag.load(std::sync::atomic::Ordering::Relaxed) {
+                inj.send(&f).unwrap();
+            }
+        });
+        (sending, sender)
+    }
+
     /// Injects `frames` on `va`.
     fn send(&self, frames: Vec<Vec<u8>>) {
         Pair::run_in(&self.0.a, move || {
@@ -574,17 +595,7 @@ fn stop_ends_reading_under_continuous_traffic() {
     });
     let stop = cap.stop_handle();
     let stopped = cap.stop_handle();
-    let sending = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
-    let a = pair.0.a.clone();
-    let flag = sending.clone();
-    let sender = std::thread::spawn(move || {
-        enter_netns(&a).unwrap();
-        let inj = Injector::open("va").unwrap();
-        let f = frame(17, [10, 0, 0, 1], [10, 0, 0, 2], 1, 2, 100, 0);
-        while flag.load(std::sync::atomic::Ordering::Relaxed) {
-            inj.send(&f).unwrap();
-        }
-    });
+    let (sending, sender) = pair.flood();
     let stopper = std::thread::spawn(move || {
         std::thread::sleep(Duration::from_millis(300));
         stop.stop();
@@ -634,17 +645,7 @@ fn a_filter_that_drops_everything_still_lets_the_timeout_end() {
         .unwrap()
     });
     assert!(!cap.kernel_filtered());
-    let sending = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
-    let a = pair.0.a.clone();
-    let flag = sending.clone();
-    let sender = std::thread::spawn(move || {
-        enter_netns(&a).unwrap();
-        let inj = Injector::open("va").unwrap();
-        let f = frame(17, [10, 0, 0, 1], [10, 0, 0, 2], 1, 2, 100, 0);
-        while flag.load(std::sync::atomic::Ordering::Relaxed) {
-            inj.send(&f).unwrap();
-        }
-    });
+    let (sending, sender) = pair.flood();
     // The ring fills while nobody reads: 32 blocks of about 680 frames each.
     std::thread::sleep(Duration::from_millis(400));
     let mut per_call = Vec::new();
