@@ -10,6 +10,19 @@ use std::io::{self, Write};
 /// nothing measurable.
 pub const WRITE_BUFFER: usize = 256 << 10;
 
+/// Counts one record of `len` bytes in a writer's `packets` and `bytes`. The two adds
+/// are kept apart: merged into one 16-byte vector store, as the compiler did, they made
+/// the next load of either counter wait (a load of half a vector store is not forwarded
+/// from it here), and the facade's sink reads both after every packet (`tracekit
+/// convert` of 400,000 96-byte records: the sink's write 17.9 % of the samples before,
+/// 13.4 % after).
+#[inline(always)]
+pub fn count_record(packets: &mut u64, bytes: &mut u64, len: u64) {
+    *packets += 1;
+    std::sync::atomic::compiler_fence(std::sync::atomic::Ordering::Release);
+    *bytes += len;
+}
+
 /// A write buffer for record-oriented writers: a record (header and data) is appended with
 /// one capacity check and two copies ([`RecordBuffer::put2`]), where `BufWriter` makes a
 /// call and a check per piece. A record larger than the buffer goes straight to the

@@ -120,8 +120,14 @@ pub fn copy_while(
     let mut describer = InterfaceDescriber::default();
     let mut written = 0u64;
     loop {
-        let packet = match source.next_packet() {
-            Ok(Some(p)) => p,
+        // The packet is used where `next_packet` put it: moved out of the `Result` into a
+        // binding of its own, it was copied with 16-byte loads right after the reader
+        // stored its fields in narrower pieces, and such a load waits for those stores
+        // (no store forwarding): 3.5 ms of 15 ms writing a 400,000-packet trace of 96-byte
+        // records (criterion `write_format/snap96`, `pcap` against `pcap_ref`).
+        let next = source.next_packet();
+        let packet = match next {
+            Ok(Some(ref p)) => p,
             Ok(None) => return Ok(written),
             Err(e) => return Err((CopyError::Read(e), written)),
         };
@@ -135,7 +141,7 @@ pub fn copy_while(
                 None => Ok(()),
             }
         } else {
-            sink.write_packet(&packet)
+            sink.write_packet(packet)
         };
         wrote.map_err(|e| (CopyError::Write(e), written))?;
         written += 1;

@@ -616,6 +616,13 @@ impl Source {
     /// # Ok(())
     /// # }
     /// ```
+    ///
+    /// A loop that hands `&packet` to a function that is not inlined (a sink's
+    /// `write_packet`) runs faster when it borrows the packet where this call put it
+    /// (`let next = source.next_packet(); let Ok(Some(packet)) = &next else { .. }`):
+    /// moved into a binding of its own, the packet is copied just after its fields were
+    /// stored, and that copy waits for the stores. Writing 400,000 96-byte records: 15.2
+    /// against 11.8 ms (criterion `write_format/snap96`, `pcap` and `pcap_borrowed`).
     #[inline(always)]
     pub fn next_packet(&mut self) -> Result<Option<Packet<'_>>, Error> {
         let compressed = self.compression != Compression::None;

@@ -157,8 +157,7 @@ impl<W: Write> ErfWriter<W> {
         self.out.put(type_header)?;
         self.out.put(&data[..caplen])?;
         self.out.put(&PAD[..rlen - framing - caplen])?;
-        self.packets += 1;
-        self.bytes += rlen as u64;
+        tracekit_io::count_record(&mut self.packets, &mut self.bytes, rlen as u64);
         Ok(())
     }
 
@@ -189,8 +188,7 @@ impl<W: Write> ErfWriter<W> {
         head[10..12].copy_from_slice(&(rlen as u16).to_be_bytes());
         self.out.put(&head)?;
         self.out.put(body)?;
-        self.packets += 1;
-        self.bytes += rlen as u64;
+        tracekit_io::count_record(&mut self.packets, &mut self.bytes, rlen as u64);
         Ok(())
     }
 

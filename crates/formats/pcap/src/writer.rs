@@ -206,8 +206,7 @@ impl<W: Write> PcapWriter<W> {
             },
             &data[..caplen],
         )?;
-        self.packets += 1;
-        self.bytes += 16 + caplen as u64;
+        tracekit_io::count_record(&mut self.packets, &mut self.bytes, 16 + caplen as u64);
         Ok(())
     }
 

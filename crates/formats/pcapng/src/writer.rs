@@ -368,8 +368,7 @@ impl<W: Write> PcapngWriter<W> {
         self.out.put(&[0u8; 3][..padded(caplen) - caplen])?;
         self.out.put(&self.scratch)?;
         self.out.put(&order.put_u32(total))?;
-        self.packets += 1;
-        self.bytes += u64::from(total);
+        tracekit_io::count_record(&mut self.packets, &mut self.bytes, u64::from(total));
         Ok(())
     }
 
