@@ -54,5 +54,5 @@ pub use compress::{CompressOptions, GZIP_MEMBER_SUBFIELD, ParallelWriter};
 pub use compression::Compression;
 pub use decompress::{DECOMPRESSED_BLOCK, MAX_SPLIT_MEMBER, MAX_WHOLE_INFLATE, decompress_here};
 pub use input::{BLOCK_SIZE, Input, ReadMode};
-pub use output::{RecordBuffer, WRITE_BUFFER, count_record};
+pub use output::{BufferExchange, RecordBuffer, WRITE_BUFFER, count_record};
 pub use reader::Reader;

@@ -45,7 +45,13 @@ pub struct RecordBuffer<W: Write> {
     /// `None` only after `into_inner`.
     out: Option<W>,
     buf: Vec<u8>,
+    /// Where full buffers go instead of being written to `out`, if set.
+    exchange: Option<BufferExchange>,
 }
+
+/// Takes a [`RecordBuffer`]'s full buffer and gives back an empty one to fill next (see
+/// [`RecordBuffer::hand_buffers_to`]).
+pub type BufferExchange = Box<dyn FnMut(Vec<u8>) -> io::Result<Vec<u8>> + Send>;
 
 impl<W: Write> RecordBuffer<W> {
     /// A buffer of [`WRITE_BUFFER`] bytes in front of `out`.
@@ -53,7 +59,20 @@ impl<W: Write> RecordBuffer<W> {
         RecordBuffer {
             out: Some(out),
             buf: Vec::with_capacity(WRITE_BUFFER),
+            exchange: None,
         }
+    }
+
+    /// From now on a full buffer is handed to `exchange` whole, in exchange for an empty
+    /// one, instead of being copied into the output by `write`: for an output that writes
+    /// on a thread of its own, which would otherwise copy every buffer once more. Records
+    /// larger than a buffer, and the output's flush, still go to the output itself, so
+    /// `exchange` must put what it takes in the same queue as the output's own writes.
+    /// Once handed over, bytes are the exchange's: an error it returns (a destination
+    /// that failed earlier) loses them, and it is the output's count of what reached the
+    /// destination that says what was written.
+    pub fn hand_buffers_to(&mut self, exchange: BufferExchange) {
+        self.exchange = Some(exchange);
     }
 
     /// Appends `head` then `data`.
@@ -124,6 +143,13 @@ impl<W: Write> RecordBuffer<W> {
     /// failure the buffer keeps what was not written.
     pub fn flush_buffer(&mut self) -> io::Result<()> {
         if self.buf.is_empty() {
+            return Ok(());
+        }
+        if let Some(exchange) = self.exchange.as_mut() {
+            let mut next = exchange(std::mem::take(&mut self.buf))?;
+            next.clear();
+            next.reserve(WRITE_BUFFER);
+            self.buf = next;
             return Ok(());
         }
         let Some(out) = self.out.as_mut() else {
@@ -216,6 +242,52 @@ mod tests {
             expected.extend_from_slice(&data);
         }
         assert_eq!(out.into_inner().unwrap(), expected);
+    }
+
+    /// Appends what it is given to a log that an exchange shares.
+    struct Shared(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+    impl Write for Shared {
+        fn write(&mut self, data: &[u8]) -> io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(data);
+            Ok(data.len())
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn an_exchange_takes_full_buffers_whole_in_their_place_among_direct_writes() {
+        use std::sync::{Arc, Mutex};
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let handed = Arc::new(Mutex::new(Vec::new()));
+        let mut out = RecordBuffer::new(Shared(Arc::clone(&log)));
+        let (to, sizes) = (Arc::clone(&log), Arc::clone(&handed));
+        out.hand_buffers_to(Box::new(move |full: Vec<u8>| {
+            to.lock().unwrap().extend_from_slice(&full);
+            sizes.lock().unwrap().push(full.len());
+            Ok(full)
+        }));
+        let mut expected = Vec::new();
+        for i in 0..1000usize {
+            // Now and then a record larger than a buffer, which goes to the output itself.
+            let len = if i % 300 == 299 {
+                WRITE_BUFFER + 7
+            } else {
+                (i * 131) % 2000
+            };
+            let data = vec![(i % 251) as u8; len];
+            let head = (i as u32).to_be_bytes();
+            out.put2(&head, &data).unwrap();
+            expected.extend_from_slice(&head);
+            expected.extend_from_slice(&data);
+        }
+        let _ = out.into_inner().unwrap();
+        assert_eq!(*log.lock().unwrap(), expected);
+        let handed = handed.lock().unwrap();
+        assert!(handed.len() > 3, "{handed:?}");
+        assert!(handed.iter().all(|&n| n <= WRITE_BUFFER), "{handed:?}");
     }
 
     #[test]

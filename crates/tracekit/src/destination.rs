@@ -216,25 +216,45 @@ const QUEUED: usize = 4;
 enum Job {
     Data(Vec<u8>),
     Flush(std::sync::mpsc::SyncSender<io::Result<()>>),
+    /// The last job: an exchange may outlive the `Background` that made it.
+    End,
 }
 
 /// Writes on a thread of its own, so that the destination's write calls (copying into
 /// the page cache, or waiting for a disk or pipe) overlap with the work that fills the
 /// next buffer, as libtrace's writers do. `write` copies the bytes into a recycled
-/// buffer and queues it; a failure shows at the next `write` or `flush`, and nothing is
-/// written after it, so the destination's accepted count (kept by the [`Counted`] writer
-/// on the thread) still says exactly what reached it. Dropping waits for the queue.
+/// buffer and queues it; a file writer's full buffers are queued whole instead, through
+/// [`Background::exchange`]. A failure shows at the next `write`, exchange or `flush`,
+/// and nothing is written after it, so the destination's accepted count (kept by the
+/// [`Counted`] writer on the thread) still says exactly what reached it. Dropping waits
+/// for the queue.
 pub(crate) struct Background {
     jobs: Option<std::sync::mpsc::SyncSender<Job>>,
-    spare: std::sync::mpsc::Receiver<Vec<u8>>,
-    failed: Arc<std::sync::Mutex<Option<io::Error>>>,
+    spare: crossbeam_channel::Receiver<Vec<u8>>,
+    failed: Failed,
     thread: Option<std::thread::JoinHandle<()>>,
+}
+
+/// The failure the writer thread met, until reported.
+type Failed = Arc<std::sync::Mutex<Option<io::Error>>>;
+
+/// The failure in `failed`, once.
+fn take_failure(failed: &Failed) -> io::Result<()> {
+    match failed.lock().ok().and_then(|mut f| f.take()) {
+        Some(e) => Err(e),
+        None => Ok(()),
+    }
+}
+
+fn thread_gone() -> io::Error {
+    io::Error::other("the output's writer thread ended")
 }
 
 impl Background {
     pub(crate) fn new(mut inner: Box<dyn Write + Send>) -> io::Result<Background> {
         let (jobs, rx) = std::sync::mpsc::sync_channel::<Job>(QUEUED);
-        let (spare_tx, spare) = std::sync::mpsc::sync_channel::<Vec<u8>>(QUEUED + 1);
+        // Room for every buffer in flight: the queue's, the thread's and the writer's.
+        let (spare_tx, spare) = crossbeam_channel::bounded::<Vec<u8>>(QUEUED + 2);
         let failed = Arc::new(std::sync::Mutex::new(None::<io::Error>));
         let failure = Arc::clone(&failed);
         let thread = std::thread::Builder::new()
@@ -252,6 +272,7 @@ impl Background {
                             }
                             let _ = spare_tx.try_send(buf);
                         }
+                        Job::End => break,
                         Job::Flush(ack) => {
                             let result = if broken {
                                 Err(io::Error::other("an earlier write to the output failed"))
@@ -274,19 +295,33 @@ impl Background {
 
     /// The failure the thread met, once.
     fn failure(&self) -> io::Result<()> {
-        match self.failed.lock().ok().and_then(|mut f| f.take()) {
-            Some(e) => Err(e),
-            None => Ok(()),
-        }
+        take_failure(&self.failed)
     }
 
     fn send(&self, job: Job) -> io::Result<()> {
-        let gone = || io::Error::other("the output's writer thread ended");
         self.jobs
             .as_ref()
-            .ok_or_else(gone)?
+            .ok_or_else(thread_gone)?
             .send(job)
-            .map_err(|_| gone())
+            .map_err(|_| thread_gone())
+    }
+
+    /// Queues a writer's full buffers whole, behind every write before, and hands back
+    /// recycled ones: no copy (see [`tracekit_io::RecordBuffer::hand_buffers_to`]). With
+    /// a copy per 256 KiB buffer, `tracekit convert` of 96-byte records to /dev/null spent
+    /// 6.6 % of its samples copying.
+    pub(crate) fn exchange(&self) -> tracekit_io::BufferExchange {
+        let jobs = self.jobs.clone();
+        let spare = self.spare.clone();
+        let failed = Arc::clone(&self.failed);
+        Box::new(move |full: Vec<u8>| {
+            take_failure(&failed)?;
+            jobs.as_ref()
+                .ok_or_else(thread_gone)?
+                .send(Job::Data(full))
+                .map_err(|_| thread_gone())?;
+            Ok(spare.try_recv().unwrap_or_default())
+        })
     }
 }
 
@@ -306,9 +341,7 @@ impl Write for Background {
     fn flush(&mut self) -> io::Result<()> {
         let (ack, done) = std::sync::mpsc::sync_channel(1);
         self.send(Job::Flush(ack))?;
-        let result = done
-            .recv()
-            .unwrap_or_else(|_| Err(io::Error::other("the output's writer thread ended")));
+        let result = done.recv().unwrap_or_else(|_| Err(thread_gone()));
         self.failure()?;
         result
     }
@@ -317,7 +350,9 @@ impl Write for Background {
 impl Drop for Background {
     fn drop(&mut self) {
         // The queue is written out before the destination is looked at (salvage, rename).
-        self.jobs = None;
+        if let Some(jobs) = self.jobs.take() {
+            let _ = jobs.send(Job::End);
+        }
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
@@ -660,6 +695,62 @@ mod tests {
         assert_eq!(failed.raw_os_error(), Some(28), "{failed}");
         assert!(w.flush().is_err(), "and the output stays failed");
         drop(w);
+        assert_eq!(took.lock().unwrap().len(), 1000);
+        assert_eq!(accepted.load(Ordering::Relaxed), 1000);
+    }
+
+    /// A `Background` over a `Room` of `room` bytes, with what the room took and the
+    /// accepted count.
+    fn background(room: usize) -> (Background, Arc<std::sync::Mutex<Vec<u8>>>, Arc<AtomicU64>) {
+        let took = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let accepted = Arc::new(AtomicU64::new(0));
+        let counted = Counted {
+            inner: Box::new(Room {
+                room,
+                took: Arc::clone(&took),
+            }) as Box<dyn Write + Send>,
+            accepted: Arc::clone(&accepted),
+        };
+        (Background::new(Box::new(counted)).unwrap(), took, accepted)
+    }
+
+    #[test]
+    fn exchanged_buffers_keep_their_place_among_writes_and_come_back_for_reuse() {
+        let (mut w, took, accepted) = background(1 << 20);
+        let mut exchange = w.exchange();
+        let mut want = Vec::new();
+        let mut buf = Vec::new();
+        let mut reused = 0;
+        for i in 0..50u8 {
+            reused += usize::from(buf.capacity() >= 1000);
+            buf.clear();
+            buf.resize(1000 + usize::from(i), i);
+            want.extend_from_slice(&buf);
+            buf = exchange(std::mem::take(&mut buf)).unwrap();
+            w.write_all(&[i; 3]).unwrap();
+            want.extend([i; 3]);
+        }
+        w.flush().unwrap();
+        assert_eq!(*took.lock().unwrap(), want, "in the order given");
+        assert_eq!(accepted.load(Ordering::Relaxed), want.len() as u64);
+        assert!(reused > 0, "buffers written come back");
+
+        // A destination that fills up: an exchange reports it, nothing is written
+        // after it, and the count says what went in.
+        let (w, took, accepted) = background(1000);
+        let mut exchange = w.exchange();
+        let failed = (0..50)
+            .find_map(|_| {
+                std::thread::sleep(std::time::Duration::from_millis(1));
+                exchange(vec![7u8; 300]).err()
+            })
+            .expect("the failure comes out");
+        assert_eq!(failed.raw_os_error(), Some(28), "{failed}");
+        drop(w);
+        assert!(
+            exchange(vec![1]).is_err(),
+            "an exchange outliving its thread fails"
+        );
         assert_eq!(took.lock().unwrap().len(), 1000);
         assert_eq!(accepted.load(Ordering::Relaxed), 1000);
     }

@@ -256,14 +256,17 @@ pub fn create_checked(
     }
     let (destination, landing) = Destination::open(path, options.in_place)?;
     let file: Box<dyn Write + Send> = Box::new(destination.writer);
-    let out = if compression == Compression::None {
-        // Written on a thread of its own (the compressor has its own threads).
+    let (out, exchange) = if compression == Compression::None {
+        // Written on a thread of its own (the compressor has its own threads), which
+        // takes the writer's full buffers whole.
         let background = Background::new(file).map_err(|e| Error::from(e).with_path(path))?;
-        Output::Plain(Box::new(background))
+        let exchange = background.exchange();
+        (Output::Plain(Box::new(background)), Some(exchange))
     } else {
-        Output::Compressed(ParallelWriter::new(file, compress).map_err(|e| e.with_path(path))?)
+        let writer = ParallelWriter::new(file, compress).map_err(|e| e.with_path(path))?;
+        (Output::Compressed(writer), None)
     };
-    let kind = match format {
+    let mut kind = match format {
         Format::Pcap => {
             let defaults = PcapWriterOptions::default();
             let pcap_options = PcapWriterOptions {
@@ -285,6 +288,15 @@ pub fn create_checked(
         Format::Erf => SinkKind::Erf(ErfWriter::new(out, ErfWriterOptions { snaplen })),
         Format::Legacy(kind) => return Err(read_only(kind).with_path(path)),
     };
+    if let Some(exchange) = exchange {
+        match &mut kind {
+            SinkKind::Pcap(w) => w.hand_buffers_to(exchange),
+            SinkKind::Pcapng(w) => w.hand_buffers_to(exchange),
+            SinkKind::Erf(w) => w.hand_buffers_to(exchange),
+            #[cfg(feature = "dag")]
+            SinkKind::Dag(_) => {}
+        }
+    }
     let tracker = Tracker {
         exact: compression == Compression::None,
         ..Tracker::default()

@@ -48,6 +48,12 @@ const PAD: [u8; 8] = [0; 8];
 const MAX_RLEN: usize = 65_528;
 
 impl<W: Write> ErfWriter<W> {
+    /// Hands each full buffer to `exchange` instead of copying it into the output (see
+    /// [`RecordBuffer::hand_buffers_to`]): for an output that writes on a thread of its own.
+    pub fn hand_buffers_to(&mut self, exchange: tracekit_io::BufferExchange) {
+        self.out.hand_buffers_to(exchange);
+    }
+
     /// A writer over `out`, buffered internally.
     pub fn new(out: W, options: ErfWriterOptions) -> ErfWriter<W> {
         ErfWriter {

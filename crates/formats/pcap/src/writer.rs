@@ -90,6 +90,12 @@ pub struct PcapWriter<W: Write> {
 }
 
 impl<W: Write> PcapWriter<W> {
+    /// Hands each full buffer to `exchange` instead of copying it into the output (see
+    /// [`RecordBuffer::hand_buffers_to`]): for an output that writes on a thread of its own.
+    pub fn hand_buffers_to(&mut self, exchange: tracekit_io::BufferExchange) {
+        self.out.hand_buffers_to(exchange);
+    }
+
     /// A writer over `out` (buffered internally: [`tracekit_io::WRITE_BUFFER`]). The file header is
     /// written with the first packet, or by `finish` for an empty file.
     pub fn new(out: W, options: PcapWriterOptions) -> Result<PcapWriter<W>, Error> {

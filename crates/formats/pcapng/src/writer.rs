@@ -101,6 +101,12 @@ pub struct PcapngWriter<W: Write> {
 }
 
 impl<W: Write> PcapngWriter<W> {
+    /// Hands each full buffer to `exchange` instead of copying it into the output (see
+    /// [`RecordBuffer::hand_buffers_to`]): for an output that writes on a thread of its own.
+    pub fn hand_buffers_to(&mut self, exchange: tracekit_io::BufferExchange) {
+        self.out.hand_buffers_to(exchange);
+    }
+
     /// A writer over `out`, buffered internally.
     pub fn new(out: W, options: PcapngWriterOptions) -> Result<PcapngWriter<W>, Error> {
         Ok(PcapngWriter {
