@@ -63,6 +63,10 @@ pub(crate) struct Fault {
     pub(crate) at: Option<u64>,
     /// What went wrong.
     pub(crate) detail: String,
+    /// The parallel reader cannot take this unit, but a sequential decoder may (a bzip2
+    /// block longer than any encoder writes): a reader that can read the input again
+    /// does so sequentially instead of failing.
+    pub(crate) sequential_may_read: bool,
 }
 
 impl Fault {
@@ -72,6 +76,7 @@ impl Fault {
             unit,
             at,
             detail: detail.to_string(),
+            sequential_may_read: false,
         }
     }
 
@@ -449,6 +454,7 @@ impl<R: Read> Concatenated<R> {
         let units = self.units;
         Fault {
             trailing: true,
+            sequential_may_read: false,
             unit: Some(units),
             at: Some(at),
             detail: format!(
@@ -568,6 +574,16 @@ pub(crate) struct BlockStream {
 impl BlockStream {
     /// Starts decoding `raw` (compressed with `codec`) on a new thread.
     pub(crate) fn start(raw: Box<dyn Read + Send>, codec: Compression) -> io::Result<BlockStream> {
+        BlockStream::start_skipping(raw, codec, 0)
+    }
+
+    /// [`BlockStream::start`], leaving out the first `skip` decompressed bytes (those a
+    /// parallel reader delivered before it met a unit only a sequential decoder reads).
+    pub(crate) fn start_skipping(
+        raw: Box<dyn Read + Send>,
+        codec: Compression,
+        skip: u64,
+    ) -> io::Result<BlockStream> {
         let pool_size = QUEUE + 3;
         let (pool_tx, pool_rx) = bounded::<Vec<u8>>(pool_size);
         for _ in 0..pool_size {
@@ -578,6 +594,23 @@ impl BlockStream {
             .name(format!("tracekit-{codec}"))
             .spawn(move || {
                 let mut decoder = sequential(raw, codec);
+                if skip > 0 {
+                    match io::copy(&mut (&mut decoder).take(skip), &mut io::sink()) {
+                        Ok(n) if n == skip => {}
+                        Ok(_) => {
+                            let _ = tx.send(Piece::Failed(Fault::damaged(
+                                None,
+                                None,
+                                "the input is shorter when read again",
+                            )));
+                            return;
+                        }
+                        Err(e) => {
+                            let _ = tx.send(Piece::Failed(Fault::from_io(e)));
+                            return;
+                        }
+                    }
+                }
                 drain(
                     &mut *decoder,
                     &mut || pool_rx.recv().unwrap_or_default(),

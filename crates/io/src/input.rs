@@ -127,6 +127,30 @@ pub struct Input {
     size_hint: Option<u64>,
     /// Window buffers kept for other threads, when asked for.
     sharing: Option<Box<Sharing>>,
+    /// A regular file: it can be opened again (see [`Reread`]).
+    reread: Option<Reread>,
+}
+
+/// A regular file an input came from, to open it again: a parallel bzip2 reader that
+/// meets a block only a sequential decoder takes reads the file again on one thread.
+/// The file must still be the same one (device and inode).
+#[derive(Clone)]
+struct Reread {
+    path: Arc<Path>,
+    dev: u64,
+    ino: u64,
+}
+
+impl Reread {
+    fn open(&self) -> io::Result<File> {
+        use std::os::unix::fs::MetadataExt;
+        let file = File::open(&*self.path)?;
+        let meta = file.metadata()?;
+        if meta.dev() != self.dev || meta.ino() != self.ino {
+            return Err(io::Error::other("the file was replaced meanwhile"));
+        }
+        Ok(file)
+    }
 }
 
 impl Input {
@@ -139,6 +163,14 @@ impl Input {
             .metadata()
             .map_err(|e| Error::from(e).with_path(path))?;
         let regular = meta.is_file();
+        let reread = regular.then(|| {
+            use std::os::unix::fs::MetadataExt;
+            Reread {
+                path: Arc::from(path),
+                dev: meta.dev(),
+                ino: meta.ino(),
+            }
+        });
         let want_map = match mode {
             ReadMode::Auto => ReadMode::AUTO_USES_MMAP,
             ReadMode::Mmap => true,
@@ -151,6 +183,7 @@ impl Input {
         {
             let mut input = Input::with_backing(Backing::Mapped(map), Some(meta.len()));
             input.path = Some(shared);
+            input.reread = reread;
             return Ok(input);
         }
         let mut input = Input::with_backing(
@@ -158,6 +191,7 @@ impl Input {
             regular.then_some(meta.len()),
         );
         input.path = Some(shared);
+        input.reread = reread;
         Ok(input)
     }
 
@@ -190,6 +224,7 @@ impl Input {
             path: None,
             size_hint,
             sharing: None,
+            reread: None,
         }
     }
 
@@ -214,6 +249,7 @@ impl Input {
         threads: usize,
     ) -> Result<Input, Error> {
         let path = raw.path.clone();
+        let reread = raw.reread.clone();
         let threads = if threads == 0 {
             std::thread::available_parallelism().map_or(1, |n| n.get())
         } else {
@@ -243,6 +279,7 @@ impl Input {
         let mut input = Input::with_backing(Backing::Blocks(stream), None);
         input.path = path;
         input.compression = codec;
+        input.reread = reread;
         Ok(input)
     }
 
@@ -546,6 +583,28 @@ impl Input {
                 Ok(None) => {
                     self.source_done = true;
                     break;
+                }
+                Err(fault) if fault.sequential_may_read && self.reread.is_some() => {
+                    // Read the file again on one thread, from the start, leaving out what
+                    // was delivered; the parallel reader's threads end as it is dropped.
+                    let reread = self.reread.take().expect("checked above");
+                    let delivered = self.base + self.end as u64;
+                    match reread.open().and_then(|file| {
+                        BlockStream::start_skipping(Box::new(file), self.compression, delivered)
+                    }) {
+                        Ok(sequential) => *stream = sequential,
+                        Err(e) => {
+                            self.source_done = true;
+                            self.failure = Some((
+                                format!(
+                                    "{}; reading the file again on one thread failed: {e}",
+                                    fault.describe(self.compression)
+                                ),
+                                delivered,
+                            ));
+                        }
+                    }
+                    continue;
                 }
                 Err(fault) => {
                     // Reported once the bytes before it are consumed.

@@ -56,9 +56,11 @@
 //! state (4 bytes per block byte of the level) and a few output pieces; nothing a file
 //! claims is used to size a buffer.
 //!
-//! Limitation: a block longer than [`max_block_bytes`] compressed is reported as
-//! damaged. No encoder writes one, but libbz2 accepts code-length tables padded with
-//! any number of +1/-1 steps, so the sequential reader would read such a crafted file.
+//! A block longer than [`max_block_bytes`] compressed: no encoder writes one, but libbz2
+//! accepts code-length tables padded with any number of +1/-1 steps, and so do `bzip2`
+//! and `lbzip2`. Its fault says so ([`Fault::sequential_may_read`]); a reader of a
+//! regular file then reads the file again on one thread from the start, leaving out
+//! what it already delivered (`Input`), and any other reader reports the error.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::io::{self, Read};
@@ -371,6 +373,9 @@ enum Probe {
     Skipped,
     /// The block does not decode.
     Bad(String),
+    /// The block goes on past the most a block of its level can take: no encoder writes
+    /// one, but libbz2 reads it (code-length tables padded with +1/-1 steps).
+    TooLong(String),
     /// The block decodes: its stored CRC and what follows it.
     Decodes { crc: u32, after: After },
 }
@@ -537,6 +542,11 @@ impl Book {
         let (crc, after) = match probe {
             Probe::Skipped => unreachable!("handled above"),
             Probe::Bad(why) => return Verdict::Fail(place.fault(why)),
+            Probe::TooLong(why) => {
+                let mut fault = place.fault(why);
+                fault.sequential_may_read = true;
+                return Verdict::Fail(fault);
+            }
             Probe::Decodes { crc, after } => (crc, after),
         };
         self.combined = self.combined.rotate_left(1) ^ crc;
@@ -576,6 +586,7 @@ impl Book {
                     let stream = self.stream + empty;
                     Some(Fault {
                         trailing: true,
+                        sequential_may_read: false,
                         unit: Some(stream),
                         at: Some(at),
                         detail: format!(
@@ -782,14 +793,14 @@ fn decode_block(
             Ok(_) => {}
         }
         if covered == all {
-            break Probe::Bad(match block.at_eof {
-                true => "the input ends inside it".into(),
-                false => format!(
+            break match block.at_eof {
+                true => Probe::Bad("the input ends inside it".into()),
+                false => Probe::TooLong(format!(
                     "it is longer than a level-{} block can be ({} bytes)",
                     block.level,
                     max_block_bytes(block.level)
-                ),
-            });
+                )),
+            };
         }
         // Past the next magic: this block goes on (that magic was false) or is damaged.
         // Go on only if the block is real, i.e. starts where the one before ended.
@@ -1073,6 +1084,7 @@ fn split_with(
             } => {
                 deal(BlockJob::Failed(Fault {
                     trailing: true,
+                    sequential_may_read: false,
                     unit: Some(empty),
                     at: Some(at),
                     detail: format!(

@@ -607,6 +607,7 @@ impl Books {
     fn fault(&self, what: impl Into<String>) -> Fault {
         Fault {
             trailing: false,
+            sequential_may_read: false,
             unit: Some(self.number),
             at: Some(self.at),
             detail: what.into(),
@@ -1060,6 +1061,7 @@ fn emitter(from: &Receiver<Emit>, to: &Sender<Piece>, pool: &Sender<Vec<u8>>) {
                 let units = books.number - 1;
                 let _ = to.send(Piece::Failed(Fault {
                     trailing: true,
+                    sequential_may_read: false,
                     unit: Some(units),
                     at: Some(at),
                     detail: format!(

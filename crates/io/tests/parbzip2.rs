@@ -255,3 +255,131 @@ fn damaged_files_deliver_what_comes_before_the_damage() {
         assert!(here == sequential && err.is_some(), "{what}: on one thread");
     }
 }
+
+/// `data` as one bzip2 stream at level 1 whose first block is longer than any encoder
+/// writes: `pairs` +1/-1 steps (4 bits each) are added to the first code length of the
+/// block's first Huffman table. libbz2, `bzip2` and `lbzip2` read such a block; its CRC
+/// and the stream's are unchanged (they cover the decoded bytes).
+fn overlong_stream(data: &[u8], pairs: usize) -> Vec<u8> {
+    let mut packed = Vec::new();
+    let mut w = bzip2::write::BzEncoder::new(&mut packed, bzip2::Compression::new(1));
+    std::io::Write::write_all(&mut w, data).unwrap();
+    w.finish().unwrap();
+    let bits: Vec<bool> = packed
+        .iter()
+        .flat_map(|b| (0..8).rev().map(move |i| b >> i & 1 == 1))
+        .collect();
+    let mut at = 0;
+    let mut get = |n: usize| {
+        let v = bits[at..at + n]
+            .iter()
+            .fold(0u64, |v, &b| v << 1 | u64::from(b));
+        at += n;
+        v
+    };
+    // "BZh1", the block magic, its CRC, the randomised bit, the BWT origin.
+    get(32 + 48 + 32 + 1 + 24);
+    let used = get(16).count_ones() as usize;
+    get(16 * used);
+    get(3); // tables
+    for _ in 0..get(15) {
+        while get(1) == 1 {} // a selector: ones ended by a zero
+    }
+    let first_length = get(5);
+    // 10 is +1 and 11 is -1; a length must stay within 1..=20 after each step.
+    let step: [bool; 4] = if first_length < 20 {
+        [true, false, true, true]
+    } else {
+        [true, true, true, false]
+    };
+    // The stream ends with the 80-bit end marker and CRC, then zeros to a byte.
+    let end = (bits.len() - 87..=bits.len() - 80)
+        .rev()
+        .find(|&p| {
+            bits[p..p + 48]
+                .iter()
+                .fold(0u64, |v, &b| v << 1 | u64::from(b))
+                == 0x1772_4538_5090
+                && !bits[p + 80..].contains(&true)
+        })
+        .expect("the end-of-stream marker");
+    let mut out_bits = bits[..at].to_vec();
+    for _ in 0..pairs {
+        out_bits.extend_from_slice(&step);
+    }
+    out_bits.extend_from_slice(&bits[at..end + 80]);
+    out_bits.resize(out_bits.len().div_ceil(8) * 8, false);
+    out_bits
+        .chunks(8)
+        .map(|c| c.iter().fold(0u8, |v, &b| v << 1 | u8::from(b)))
+        .collect()
+}
+
+#[test]
+fn a_block_longer_than_any_encoder_writes_is_read_on_one_thread_after_the_blocks_before() {
+    // Three streams: ordinary blocks, one over-long block (400 kB, where a level-1 block
+    // takes at most 290,000 bytes), ordinary blocks again.
+    let (a, b, c) = (
+        trace_data(1_500_000),
+        random_data(3000),
+        trace_data(400_000),
+    );
+    let mut file = Vec::new();
+    for part in [&a, &c] {
+        let mut w = bzip2::write::BzEncoder::new(Vec::new(), bzip2::Compression::new(1));
+        std::io::Write::write_all(&mut w, part).unwrap();
+        let stream = w.finish().unwrap();
+        if part == &a {
+            file.extend(stream);
+            file.extend(overlong_stream(&b, 800_000));
+        } else {
+            file.extend(stream);
+        }
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("overlong.bz2");
+    std::fs::write(&path, &file).unwrap();
+    let expected = [&a[..], &b[..], &c[..]].concat();
+    if have("bzip2") {
+        let (by_bzip2, ok) = bzip2_dc(&path);
+        assert!(
+            ok && by_bzip2 == expected,
+            "bzip2 -dc reads the crafted file"
+        );
+    }
+    // A regular file: the blocks before in parallel, then the whole file again on one
+    // thread, leaving out what was delivered.
+    for threads in [1, 2, 3] {
+        let (got, err) = read(&path, threads);
+        assert!(err.is_none(), "{threads} threads: {err:?}");
+        assert_eq!(got.len(), expected.len(), "{threads} threads");
+        assert!(got == expected, "{threads} threads: bytes differ");
+    }
+    // An input that cannot be read again: every byte before the block, then the error
+    // naming it.
+    let raw = Input::from_reader(std::io::Cursor::new(file.clone()));
+    let mut input = Input::decompress_with(raw, Compression::Bzip2, 2).unwrap();
+    let mut got = Vec::new();
+    let err = loop {
+        match input.fill(1) {
+            Ok(0) => panic!("the over-long block is not read without a file"),
+            Ok(have) => {
+                got.extend_from_slice(&input.available()[..have]);
+                input.consume(have);
+            }
+            Err(e) => break e.to_string(),
+        }
+    };
+    assert!(
+        got == a,
+        "every block before the long one: {} bytes",
+        got.len()
+    );
+    assert!(
+        err.contains("stream 2") && err.contains("longer than a level-1 block can be"),
+        "{err}"
+    );
+    let (got, err) = read_here(&path);
+    assert!(got == a, "on the calling thread too: {} bytes", got.len());
+    assert!(err.is_some_and(|e| e.contains("longer than a level-1 block")));
+}
