@@ -975,9 +975,11 @@ fn read_and_deal<W: Worker>(
         // the batches being filled (after the packets already there, so a tick that ends
         // up last in a batch still comes before this packet) and to worker 0.
         // `None`: the packet was worker 0's, processed in place.
-        let dealt = match source.next_packet() {
-            Ok(Some(p)) => {
-                let w = deal.choose(&p, seq);
+        // Borrowed where `next_packet` put it, not moved (see `crate::copy_while`).
+        let next = source.next_packet();
+        let dealt = match next {
+            Ok(Some(ref p)) => {
+                let w = deal.choose(p, seq);
                 ticker.before(seq, p.ts(), |run| {
                     dealer.tick(run);
                     if let Some(own) = own.as_mut() {
@@ -987,7 +989,7 @@ fn read_and_deal<W: Worker>(
                 if w == 0
                     && let Some(own) = own.as_mut()
                 {
-                    own.packet(&p, seq, shared.limit.load(Ordering::Relaxed), shared);
+                    own.packet(p, seq, shared.limit.load(Ordering::Relaxed), shared);
                     None
                 } else {
                     let data = (p.data().as_ptr() as usize, p.data().len());
@@ -995,7 +997,7 @@ fn read_and_deal<W: Worker>(
                         .options()
                         .map(|o| (o.bytes().as_ptr() as usize, o.bytes().len(), o.byte_order()));
                     if !sharing {
-                        let slot = copy.add(&p, &mut dealer, seq);
+                        let slot = copy.add(p, &mut dealer, seq);
                         dealer.pending[w].slots.push(slot);
                     }
                     Some((w, data, options, *p.meta()))
