@@ -164,19 +164,34 @@ fn merge_dedup_equals_mergecap_then_editcap_d() {
                 .arg(&merged)
                 .args(&inputs),
         );
-        run_ok(Command::new("editcap").arg("-d").arg(&merged).arg(&theirs));
-        let out = run_ok(
-            tracekit()
-                .args(["merge", "--dedup", "--json", "-w"])
-                .arg(&ours)
-                .args(&inputs),
-        );
-        assert_eq!(frames(&ours), frames(&theirs), "{inputs:?}");
-        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-        let removed = frames(&merged).len() - frames(&theirs).len();
-        assert!(removed > 0);
-        assert_eq!(v["duplicates"].as_u64(), Some(removed as u64));
-        assert_eq!(v["written"].as_u64(), Some(frames(&theirs).len() as u64));
+        // editcap's default window (the previous four packets, searched one by one) and a
+        // window of 200 (`-D N` compares with the previous N - 1; ours are counted in a
+        // map).
+        for (editcap, window) in [
+            (vec!["-d"], vec![]),
+            (vec!["-D", "201"], vec!["--dedup-window", "200"]),
+        ] {
+            run_ok(
+                Command::new("editcap")
+                    .args(&editcap)
+                    .arg(&merged)
+                    .arg(&theirs),
+            );
+            let out = run_ok(
+                tracekit()
+                    .args(["merge", "--dedup", "--json"])
+                    .args(&window)
+                    .arg("-w")
+                    .arg(&ours)
+                    .args(&inputs),
+            );
+            assert_eq!(frames(&ours), frames(&theirs), "{inputs:?} {editcap:?}");
+            let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+            let removed = frames(&merged).len() - frames(&theirs).len();
+            assert!(removed > 0);
+            assert_eq!(v["duplicates"].as_u64(), Some(removed as u64));
+            assert_eq!(v["written"].as_u64(), Some(frames(&theirs).len() as u64));
+        }
     }
 }
 

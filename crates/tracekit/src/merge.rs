@@ -260,8 +260,9 @@ impl Merge {
 pub struct Dedup {
     /// The window's keys, oldest first.
     recent: VecDeque<Key>,
-    /// How many times each key is in the window.
-    counts: HashMap<Key, u32>,
+    /// How many times each key is in the window; kept for windows larger than
+    /// [`SEARCHED_WINDOW`] only (a smaller one is searched).
+    counts: HashMap<Key, u32, KeyHasher>,
     window: usize,
     /// Duplicates found so far.
     pub duplicates: u64,
@@ -269,6 +270,43 @@ pub struct Dedup {
 
 /// What identifies a packet's bytes: their hash and length.
 type Key = (u64, usize);
+
+/// Windows up to this many packets are searched key by key: for `editcap -d`'s four,
+/// the map cost 1.75 times the whole merge (criterion `merge/snap96/two_halves_dedup`:
+/// 31.8 ms searched, 55.7 ms with the map, interleaved).
+const SEARCHED_WINDOW: usize = 64;
+
+/// Hashes a [`Key`], whose first half already is a hash of the bytes, with a multiply
+/// rather than SipHash again.
+#[derive(Clone, Copy, Default)]
+struct KeyHasher(u64);
+
+impl std::hash::BuildHasher for KeyHasher {
+    type Hasher = KeyHasher;
+    fn build_hasher(&self) -> KeyHasher {
+        KeyHasher(0)
+    }
+}
+
+impl Hasher for KeyHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(u64::from(b));
+        }
+    }
+    #[inline]
+    fn write_u64(&mut self, v: u64) {
+        self.0 = (self.0.rotate_left(29) ^ v).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    }
+    #[inline]
+    fn write_usize(&mut self, v: usize) {
+        self.write_u64(v as u64);
+    }
+    #[inline]
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
 
 impl Dedup {
     /// `editcap -d`'s window: the previous four packets.
@@ -283,7 +321,14 @@ impl Dedup {
         let window = window.min(Dedup::MAX_WINDOW);
         Dedup {
             recent: VecDeque::with_capacity(window.min(1 << 12) + 1),
-            counts: HashMap::with_capacity(window.min(1 << 12)),
+            counts: HashMap::with_capacity_and_hasher(
+                if window > SEARCHED_WINDOW {
+                    window.min(1 << 12)
+                } else {
+                    0
+                },
+                KeyHasher(0),
+            ),
             window,
             duplicates: 0,
         }
@@ -304,12 +349,18 @@ impl Dedup {
         let mut h = std::hash::DefaultHasher::new();
         h.write(packet.data());
         let key = (h.finish(), packet.caplen());
-        let seen = self.counts.entry(key).or_insert(0);
-        let dup = *seen > 0;
-        *seen += 1;
+        let searched = self.window <= SEARCHED_WINDOW;
+        let dup = if searched {
+            self.recent.contains(&key)
+        } else {
+            let seen = self.counts.entry(key).or_insert(0);
+            *seen += 1;
+            *seen > 1
+        };
         self.recent.push_back(key);
         if self.recent.len() > self.window
             && let Some(old) = self.recent.pop_front()
+            && !searched
             && let Some(n) = self.counts.get_mut(&old)
         {
             *n -= 1;
@@ -346,6 +397,31 @@ mod tests {
         // "a" again after one packet: duplicate; after three: out of the window.
         assert_eq!(dups, [false, false, true, false, false, false]);
         assert_eq!(d.duplicates, 1);
+    }
+
+    #[test]
+    fn searched_and_counted_windows_find_the_same_duplicates() {
+        // Packets drawn from a few distinct ones, so that repeats fall inside and
+        // outside windows of every size; each window size checked against a plain scan.
+        let bodies: Vec<Vec<u8>> = (0..97u8).map(|i| vec![i; 1 + usize::from(i % 7)]).collect();
+        let mut x = 12345u32;
+        let seq: Vec<usize> = (0..5000)
+            .map(|_| {
+                x = x.wrapping_mul(1_103_515_245).wrapping_add(12345);
+                (x >> 16) as usize % bodies.len()
+            })
+            .collect();
+        for window in [1, 4, SEARCHED_WINDOW, SEARCHED_WINDOW + 1, 200] {
+            let mut d = Dedup::new(window);
+            for (i, &k) in seq.iter().enumerate() {
+                let expected = seq[i.saturating_sub(window)..i].contains(&k);
+                assert_eq!(
+                    d.is_duplicate(&packet(&bodies[k])),
+                    expected,
+                    "window {window}, packet {i}"
+                );
+            }
+        }
     }
 
     #[test]
