@@ -139,6 +139,7 @@ struct Reread {
     path: Arc<Path>,
     dev: u64,
     ino: u64,
+    len: u64,
 }
 
 impl Reread {
@@ -146,8 +147,10 @@ impl Reread {
         use std::os::unix::fs::MetadataExt;
         let file = File::open(&*self.path)?;
         let meta = file.metadata()?;
-        if meta.dev() != self.dev || meta.ino() != self.ino {
-            return Err(io::Error::other("the file was replaced meanwhile"));
+        if meta.dev() != self.dev || meta.ino() != self.ino || meta.len() != self.len {
+            return Err(io::Error::other(
+                "the file was replaced or changed meanwhile",
+            ));
         }
         Ok(file)
     }
@@ -169,6 +172,7 @@ impl Input {
                 path: Arc::from(path),
                 dev: meta.dev(),
                 ino: meta.ino(),
+                len: meta.len(),
             }
         });
         let want_map = match mode {
@@ -249,7 +253,12 @@ impl Input {
         threads: usize,
     ) -> Result<Input, Error> {
         let path = raw.path.clone();
-        let reread = raw.reread.clone();
+        // The file can be read again from its start only if `raw` is the file itself,
+        // from its first byte.
+        let reread = raw
+            .reread
+            .clone()
+            .filter(|_| raw.compression == Compression::None && raw.position() == 0);
         let threads = if threads == 0 {
             std::thread::available_parallelism().map_or(1, |n| n.get())
         } else {

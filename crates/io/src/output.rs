@@ -140,7 +140,8 @@ impl<W: Write> RecordBuffer<W> {
     }
 
     /// Hands the buffered bytes to the output (without flushing the output itself). On
-    /// failure the buffer keeps what was not written.
+    /// failure the buffer keeps what was not written; with an exchange
+    /// ([`RecordBuffer::hand_buffers_to`]) the bytes are the exchange's either way.
     pub fn flush_buffer(&mut self) -> io::Result<()> {
         if self.buf.is_empty() {
             return Ok(());

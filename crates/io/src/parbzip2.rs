@@ -60,7 +60,9 @@
 //! accepts code-length tables padded with any number of +1/-1 steps, and so do `bzip2`
 //! and `lbzip2`. Its fault says so ([`Fault::sequential_may_read`]); a reader of a
 //! regular file then reads the file again on one thread from the start, leaving out
-//! what it already delivered (`Input`), and any other reader reports the error.
+//! what it already delivered (`Input`), and any other reader reports the error. (A
+//! damaged block that libbz2 reads on past that limit takes the same way: its error then
+//! comes from the sequential decoder.)
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::io::{self, Read};

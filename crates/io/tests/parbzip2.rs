@@ -355,6 +355,32 @@ fn a_block_longer_than_any_encoder_writes_is_read_on_one_thread_after_the_blocks
         assert_eq!(got.len(), expected.len(), "{threads} threads");
         assert!(got == expected, "{threads} threads: bytes differ");
     }
+    // The same while the reader holds unread bytes when the long block is met (a record
+    // that straddles the switch), with and without windows shared with other threads.
+    for share in [false, true] {
+        let raw = Input::open(&path, ReadMode::Read).unwrap();
+        let mut input = Input::decompress_with(raw, Compression::Bzip2, 2).unwrap();
+        if share {
+            assert!(input.share_windows());
+        }
+        let mut got = Vec::new();
+        loop {
+            let have = input.fill(4096).unwrap();
+            if have == 0 {
+                break;
+            }
+            let take = have.min(1000);
+            got.extend_from_slice(&input.available()[..take]);
+            input.consume(take);
+            if share {
+                while input
+                    .take_retired(input.generation().saturating_sub(1))
+                    .is_some()
+                {}
+            }
+        }
+        assert!(got == expected, "sharing {share}: {} bytes", got.len());
+    }
     // An input that cannot be read again: every byte before the block, then the error
     // naming it.
     let raw = Input::from_reader(std::io::Cursor::new(file.clone()));
