@@ -247,7 +247,8 @@ pub struct RunStats {
     pub workers: Vec<WorkerStats>,
     /// Time the reader waited for a worker's queue to have room.
     pub reader_blocked: Duration,
-    /// Whether packets were copied (an input with no buffers of its own to share).
+    /// Whether packets were copied for other workers (an input with no buffers of its
+    /// own to share); never with one worker, which reads the packets in place.
     pub copied: bool,
     /// Whether each worker read a member of its own ([`Parallel::run_members`]): no
     /// reader thread.
@@ -938,7 +939,9 @@ fn read_and_deal<W: Worker>(
     shared: &Shared,
 ) -> (RunStats, Option<Error>, Option<(W, WorkerStats)>) {
     let n = deal.n;
-    let sharing = source.input_mut().is_some_and(|i| i.share_windows());
+    // One worker is run by the reader on packets lent in place: nothing is dealt, and
+    // windows kept for sharing would only take fresh, cache-cold buffers.
+    let sharing = n > 1 && source.input_mut().is_some_and(|i| i.share_windows());
     let mut dealer = Dealer {
         n,
         pending: (0..n).map(|_| Lists::default()).collect(),
@@ -950,7 +953,7 @@ fn read_and_deal<W: Worker>(
     };
     let mut own_sent = 0;
     let mut stats = RunStats {
-        copied: !sharing,
+        copied: n > 1 && !sharing,
         ..RunStats::default()
     };
     let mut generation = generation_of(source);
@@ -1078,7 +1081,9 @@ fn read_and_deal<W: Worker>(
     }
     // The last buffer: the one the window left while looking for more, or the current
     // one.
-    let last = if sharing {
+    let last = if n == 1 {
+        None
+    } else if sharing {
         source.input_mut().and_then(|i| {
             if i.generation() != generation {
                 i.take_retired(generation)

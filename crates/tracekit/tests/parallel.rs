@@ -224,7 +224,8 @@ fn every_order_and_the_reduce_match_one_thread_across_many_buffers() {
     for workers in WORKERS {
         let mut source = tracekit::open_with(&plain, &options).unwrap();
         let (got, done) = in_stream_order(&mut source, Parallel::new(workers));
-        assert!(done.stats.copied);
+        // One worker runs on the reader's packets in place: nothing to copy.
+        assert_eq!(done.stats.copied, workers > 1, "{workers} workers");
         assert!(got == want, "mapped, {workers} workers");
     }
 }
