@@ -93,18 +93,14 @@ fn write_format(c: &mut Criterion) {
                 w.finish_into_inner().unwrap().1.packets
             })
         });
-        // The same, with the packet borrowed where `next_packet` put it: moved into a binding
-        // of its own (above) it is copied right after the reader stored it, and that copy
-        // waits for the stores (see `tracekit::copy_while`).
+        // The same, with the packet borrowed where `next_packet` put it (`try_for_each`):
+        // moved into a binding of its own (above) it is copied right after the reader
+        // stored it, and that copy waits for the stores (see `tracekit::copy_while`).
         group.bench_function("pcap_borrowed", |b| {
             b.iter(|| {
                 let mut s = tracekit::open(&path).unwrap();
                 let mut w = PcapWriter::new(std::io::sink(), pcap_options()).unwrap();
-                loop {
-                    let r = s.next_packet();
-                    let Ok(Some(p)) = &r else { break };
-                    w.write_packet(p).unwrap();
-                }
+                s.try_for_each(|p| w.write_packet(p)).unwrap();
                 w.finish_into_inner().unwrap().1.packets
             })
         });

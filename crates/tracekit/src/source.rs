@@ -619,7 +619,8 @@ impl Source {
     ///
     /// A loop that hands `&packet` to a function that is not inlined (a sink's
     /// `write_packet`) runs faster when it borrows the packet where this call put it
-    /// (`let next = source.next_packet(); let Ok(Some(packet)) = &next else { .. }`):
+    /// ([`Source::try_for_each`], or `let next = source.next_packet(); let Ok(Some(packet))
+    /// = &next else { .. }`):
     /// moved into a binding of its own, the packet is copied just after its fields were
     /// stored, and that copy waits for the stores. Writing 400,000 96-byte records: 15.2
     /// against 11.8 ms (criterion `write_format/snap96`, `pcap` and `pcap_borrowed`).
@@ -650,6 +651,48 @@ impl Source {
                 e
             }
         })
+    }
+
+    /// Calls `f` with every packet left, in turn, lent where [`Source::next_packet`] put
+    /// it (the borrowing loop, which copies nothing), until the end of the trace or the
+    /// first error of the source or of `f`; returns the number of packets `f` took.
+    ///
+    /// ```
+    /// # fn main() -> Result<(), tracekit::Error> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # let path = dir.path().join("trace.pcap");
+    /// # let path = path.to_str().unwrap();
+    /// # {
+    /// #     let frame = [0u8; 60];
+    /// #     let mut sink = tracekit::create(path, &Default::default())?;
+    /// #     let meta = tracekit::Meta::new(tracekit::Timestamp::from_nanos(1, 0), 60, tracekit::LinkType::ETHERNET);
+    /// #     sink.write_packet(&tracekit::Packet::new(&frame, meta))?;
+    /// #     sink.finish()?;
+    /// # }
+    /// let copy = dir.path().join("copy.pcap");
+    /// let mut source = tracekit::open(path)?;
+    /// let mut sink = tracekit::create(copy.to_str().unwrap(), &Default::default())?;
+    /// let n = source.try_for_each(|packet| sink.write_packet(packet))?;
+    /// sink.finish()?;
+    /// assert_eq!(n, 1);
+    /// # Ok(())
+    /// # }
+    /// ```
+    #[inline]
+    pub fn try_for_each<E: From<Error>>(
+        &mut self,
+        mut f: impl FnMut(&Packet<'_>) -> Result<(), E>,
+    ) -> Result<u64, E> {
+        let mut n = 0u64;
+        loop {
+            let next = self.next_packet();
+            match next {
+                Ok(Some(ref packet)) => f(packet)?,
+                Ok(None) => return Ok(n),
+                Err(e) => return Err(E::from(e)),
+            }
+            n += 1;
+        }
     }
 
     /// The source's counters so far (packets received, dropped by the kernel or card,

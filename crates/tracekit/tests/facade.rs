@@ -222,3 +222,56 @@ fn a_missing_interface_is_not_found() {
     assert_eq!(text.matches("no such").count(), 1, "{text}");
     assert!(text.contains("nosuch0"), "{text}");
 }
+
+#[test]
+fn try_for_each_lends_every_packet_and_stops_at_the_first_error() {
+    // Every packet, its bytes as `next_packet` lends them (the manifest's counts, those
+    // of capinfos).
+    for (name, packets) in [
+        ("libtrace__100_packets.pcap", 100),
+        ("libtrace__vlan.pcap.gz", 0),
+    ] {
+        let uri = corpus(name);
+        let mut want = Vec::new();
+        let mut s = tracekit::open(&uri).unwrap();
+        while let Some(p) = s.next_packet().unwrap() {
+            want.push((p.data().to_vec(), p.wire_len(), p.ts()));
+        }
+        if packets > 0 {
+            assert_eq!(want.len(), packets);
+        }
+        let mut got = Vec::new();
+        let mut s = tracekit::open(&uri).unwrap();
+        let n = s
+            .try_for_each(|p| {
+                got.push((p.data().to_vec(), p.wire_len(), p.ts()));
+                Ok::<(), tracekit::Error>(())
+            })
+            .unwrap();
+        assert_eq!(n as usize, want.len(), "{name}");
+        assert!(got == want, "{name}");
+    }
+    // A file cut inside record 200: the 199 before, then the source's error.
+    let mut s = tracekit::open(&corpus("corrupt__vlan_truncated_midrecord.pcap")).unwrap();
+    let mut seen = 0;
+    let err = s
+        .try_for_each(|_| {
+            seen += 1;
+            Ok::<(), tracekit::Error>(())
+        })
+        .unwrap_err();
+    assert_eq!(seen, 199, "{err}");
+    assert!(err.to_string().contains("record"), "{err}");
+    // An error of `f` stops at its packet.
+    let mut s = tracekit::open(&corpus("libtrace__100_packets.pcap")).unwrap();
+    let mut seen = 0;
+    let r: Result<u64, Box<dyn std::error::Error>> = s.try_for_each(|_| {
+        seen += 1;
+        match seen {
+            7 => Err("enough".into()),
+            _ => Ok(()),
+        }
+    });
+    assert_eq!(r.unwrap_err().to_string(), "enough");
+    assert_eq!(seen, 7);
+}
