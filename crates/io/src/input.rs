@@ -131,21 +131,20 @@ pub struct Input {
     reread: Option<Reread>,
 }
 
-/// A regular file an input came from, to open it again: a parallel bzip2 reader that
-/// meets a block only a sequential decoder takes reads the file again on one thread.
-/// The file must still be the same one (device and inode).
-#[derive(Clone)]
+/// The regular file an input came from (at the input's path), to open it again: a
+/// parallel bzip2 reader that meets a block only a sequential decoder takes reads the
+/// file again on one thread. The file must still be the same one (device, inode, length).
+#[derive(Clone, Copy)]
 struct Reread {
-    path: Arc<Path>,
     dev: u64,
     ino: u64,
     len: u64,
 }
 
 impl Reread {
-    fn open(&self) -> io::Result<File> {
+    fn open(&self, path: &Path) -> io::Result<File> {
         use std::os::unix::fs::MetadataExt;
-        let file = File::open(&*self.path)?;
+        let file = File::open(path)?;
         let meta = file.metadata()?;
         if meta.dev() != self.dev || meta.ino() != self.ino || meta.len() != self.len {
             return Err(io::Error::other(
@@ -169,7 +168,6 @@ impl Input {
         let reread = regular.then(|| {
             use std::os::unix::fs::MetadataExt;
             Reread {
-                path: Arc::from(path),
                 dev: meta.dev(),
                 ino: meta.ino(),
                 len: meta.len(),
@@ -257,7 +255,6 @@ impl Input {
         // from its first byte.
         let reread = raw
             .reread
-            .clone()
             .filter(|_| raw.compression == Compression::None && raw.position() == 0);
         let threads = if threads == 0 {
             std::thread::available_parallelism().map_or(1, |n| n.get())
@@ -593,12 +590,17 @@ impl Input {
                     self.source_done = true;
                     break;
                 }
-                Err(fault) if fault.sequential_may_read && self.reread.is_some() => {
+                Err(fault)
+                    if fault.sequential_may_read
+                        && self.reread.is_some()
+                        && self.path.is_some() =>
+                {
                     // Read the file again on one thread, from the start, leaving out what
                     // was delivered; the parallel reader's threads end as it is dropped.
                     let reread = self.reread.take().expect("checked above");
+                    let path = self.path.clone().expect("checked above");
                     let delivered = self.base + self.end as u64;
-                    match reread.open().and_then(|file| {
+                    match reread.open(&path).and_then(|file| {
                         BlockStream::start_skipping(Box::new(file), self.compression, delivered)
                     }) {
                         Ok(sequential) => *stream = sequential,

@@ -250,6 +250,13 @@ fn thread_gone() -> io::Error {
     io::Error::other("the output's writer thread ended")
 }
 
+/// Queues `job` for the writer thread.
+fn queue(jobs: Option<&std::sync::mpsc::SyncSender<Job>>, job: Job) -> io::Result<()> {
+    jobs.ok_or_else(thread_gone)?
+        .send(job)
+        .map_err(|_| thread_gone())
+}
+
 impl Background {
     pub(crate) fn new(mut inner: Box<dyn Write + Send>) -> io::Result<Background> {
         let (jobs, rx) = std::sync::mpsc::sync_channel::<Job>(QUEUED);
@@ -299,11 +306,7 @@ impl Background {
     }
 
     fn send(&self, job: Job) -> io::Result<()> {
-        self.jobs
-            .as_ref()
-            .ok_or_else(thread_gone)?
-            .send(job)
-            .map_err(|_| thread_gone())
+        queue(self.jobs.as_ref(), job)
     }
 
     /// Queues a writer's full buffers whole, behind every write before, and hands back
@@ -316,10 +319,7 @@ impl Background {
         let failed = Arc::clone(&self.failed);
         Box::new(move |full: Vec<u8>| {
             take_failure(&failed)?;
-            jobs.as_ref()
-                .ok_or_else(thread_gone)?
-                .send(Job::Data(full))
-                .map_err(|_| thread_gone())?;
+            queue(jobs.as_ref(), Job::Data(full))?;
             Ok(spare.try_recv().unwrap_or_default())
         })
     }
