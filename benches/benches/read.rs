@@ -1,8 +1,8 @@
 //! Reading benchmarks, run side by side in one criterion run:
 //!
 //! - `t1_count/*`: task T1 (count packets and captured bytes) on a page-cached synthetic
-//!   TCP trace: tracekit with its default read mode, tracekit forced to mmap and to
-//!   `read()`, and libpcap (`pcap_open_offline` + `pcap_next_ex`, the loop of the peer
+//!   TCP trace: tracekit (`Source::try_for_each`) with its default read mode, forced to
+//!   mmap and to `read()`, tracekit's `next_packet` loop, and libpcap (`pcap_open_offline` + `pcap_next_ex`, the loop of the peer
 //!   harness's libpcap T1) through its C API.
 //! - two inputs: `tcp.pcap` (full-size packets, mixed sizes) and `tcp-snap96.pcap` (the
 //!   same packets cut to 96 bytes, where per-packet cost dominates).
@@ -15,7 +15,7 @@ use std::path::Path;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use tracekit::{CreateOptions, ReadMode};
-use tracekit_bench::tasks::t1_count;
+use tracekit_bench::tasks::{t1_count, t1_count_next_packet};
 use tracekit_bench::{inputs, libpcap};
 
 fn input(name: &str, snaplen: u32) -> String {
@@ -35,6 +35,7 @@ fn t1(c: &mut Criterion) {
         for mode in [ReadMode::Auto, ReadMode::Mmap, ReadMode::Read] {
             assert_eq!(t1_count(&path, mode).unwrap(), expected);
         }
+        assert_eq!(t1_count_next_packet(&path).unwrap(), expected);
         let mut group = c.benchmark_group(format!("t1_count/{name}"));
         group.sample_size(20);
         group.throughput(Throughput::Bytes(size));
@@ -47,6 +48,9 @@ fn t1(c: &mut Criterion) {
         });
         group.bench_function("tracekit_read", |b| {
             b.iter(|| black_box(t1_count(&path, ReadMode::Read).unwrap()))
+        });
+        group.bench_function("tracekit_next_packet", |b| {
+            b.iter(|| black_box(t1_count_next_packet(&path).unwrap()))
         });
         group.finish();
     }

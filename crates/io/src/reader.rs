@@ -111,6 +111,34 @@ impl<F: RecordFormat<Input = Input>> Reader<F> {
         Ok(Some(lend(self.format.input(), &record)))
     }
 
+    /// Calls `f` with every packet left, in turn, until the end, the first damage or the
+    /// first error of `f`; returns the number of packets `f` took. The same packets as a
+    /// `next_packet` loop, but the loop is this reader's own: the record stays in
+    /// registers and is stored for [`current_packet`](Self::current_packet) only when
+    /// `f` fails (then the failing packet is the current one), where the `next_packet`
+    /// loop stores every record and hands each packet out through a `Result` in memory.
+    #[inline(always)]
+    pub fn try_for_each<E: From<Error>>(
+        &mut self,
+        mut f: impl FnMut(&Packet<'_>) -> Result<(), E>,
+    ) -> Result<u64, E> {
+        self.lent = false;
+        let mut n = 0u64;
+        loop {
+            let mut record = Record::EMPTY;
+            if !self.format.next_record(&mut record)? {
+                return Ok(n);
+            }
+            self.records += u64::from(record.meta.kind == PacketKind::Data);
+            if let Err(e) = f(&lend(self.format.input(), &record)) {
+                self.record = record;
+                self.lent = true;
+                return Err(e);
+            }
+            n += 1;
+        }
+    }
+
     /// The next packet for which `keep` says yes (a filter), borrowed until the next call.
     #[inline]
     pub fn next_matching(

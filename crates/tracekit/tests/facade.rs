@@ -274,4 +274,100 @@ fn try_for_each_lends_every_packet_and_stops_at_the_first_error() {
     });
     assert_eq!(r.unwrap_err().to_string(), "enough");
     assert_eq!(seen, 7);
+    // The failing packet stays the current one, as after `next_packet`.
+    let mut by_next = tracekit::open(&corpus("libtrace__100_packets.pcap")).unwrap();
+    for _ in 0..7 {
+        by_next.next_packet().unwrap();
+    }
+    let want = by_next
+        .current_packet()
+        .map(|p| (p.data().to_vec(), p.ts()));
+    let got = s.current_packet().map(|p| (p.data().to_vec(), p.ts()));
+    assert!(want.is_some() && got == want);
+}
+
+/// `tcpdump -ddd greater 100`: a filter for any link type.
+const GREATER_100: &str = "4\n128 0 0 0\n53 0 1 100\n6 0 0 262144\n6 0 0 0\n";
+
+/// A source for `uri`, filtered by `filter` (`tcpdump -ddd` output) if given.
+fn open_filtered(uri: &str, filter: Option<&str>) -> tracekit::Source {
+    let s = tracekit::open(uri).unwrap();
+    match filter {
+        Some(f) => s.with_filter_program(tracekit::Filter::from_ddd(f).unwrap()),
+        None => s,
+    }
+}
+
+/// Every packet and the error a `next_packet` loop meets, with or without a filter.
+fn by_next_packet(uri: &str, filter: Option<&str>) -> (Vec<(Vec<u8>, u64)>, Option<String>) {
+    let mut s = open_filtered(uri, filter);
+    let mut got = Vec::new();
+    loop {
+        match s.next_packet() {
+            Ok(Some(p)) => got.push((p.data().to_vec(), p.ts().as_unix_nanos())),
+            Ok(None) => return (got, None),
+            Err(e) => return (got, Some(e.to_string())),
+        }
+    }
+}
+
+#[test]
+fn try_for_each_meets_what_next_packet_meets_in_every_format() {
+    // Each reader's own loop (pcap, pcapng, ERF, legacy DAG) and the filtered one: the
+    // same packets, and the same error with the same offsets (in a compressed file, the
+    // offsets are marked as decompressed ones: a pcap cut inside a record, gzipped).
+    let dir = tempfile::tempdir().unwrap();
+    let cut_gz = dir.path().join("cut.pcap.gz");
+    let out = std::process::Command::new("gzip")
+        .arg("-c")
+        .arg(corpus("corrupt__vlan_truncated_midrecord.pcap"))
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    std::fs::write(&cut_gz, out.stdout).unwrap();
+    let cut_gz = cut_gz.to_str().unwrap().to_string();
+    assert!(
+        by_next_packet(&cut_gz, None)
+            .1
+            .unwrap()
+            .contains("decompressed")
+    );
+    for name in [
+        cut_gz.as_str(),
+        "libtrace__100_packets.pcap",
+        "zeek__pcapng-multi-interface.pcapng",
+        "libtrace__100_packets.erf",
+        "libtrace__vlan.pcap.gz",
+        "corrupt__100_packets_truncated.pcapng",
+        "corrupt__100_packets_bad_caplen.pcap",
+        "corrupt__100_packets_rlen_short.erf",
+        "corrupt__fragtest_truncated_stream.erf.gz",
+    ] {
+        let uri = if name.starts_with('/') {
+            name.to_string()
+        } else {
+            corpus(name)
+        };
+        for filter in [None, Some(GREATER_100)] {
+            let (want, want_err) = by_next_packet(&uri, filter);
+            let mut s = open_filtered(&uri, filter);
+            let mut got = Vec::new();
+            let r = s.try_for_each(|p| {
+                got.push((p.data().to_vec(), p.ts().as_unix_nanos()));
+                Ok::<(), tracekit::Error>(())
+            });
+            assert!(!want.is_empty(), "{name} {filter:?}");
+            assert!(
+                got == want,
+                "{name} {filter:?}: {} against {}",
+                got.len(),
+                want.len()
+            );
+            match (r, want_err) {
+                (Ok(n), None) => assert_eq!(n as usize, want.len(), "{name}"),
+                (Err(e), Some(w)) => assert_eq!(e.to_string(), w, "{name} {filter:?}"),
+                (r, w) => panic!("{name} {filter:?}: {r:?} against {w:?}"),
+            }
+        }
+    }
 }
