@@ -157,6 +157,7 @@ impl<'a> Ipv4Header<'a> {
 
 /// Walks the IPv4 packet at `off` in `b` (the frame's useful bytes), of which `wire`
 /// bytes were on the wire, noting what is wrong in `an`.
+#[inline(always)]
 pub(crate) fn walk(b: &[u8], off: usize, wire: usize, an: &mut Anomalies) -> NetInfo {
     let mut n = NetInfo {
         ip_off: off as u32,

@@ -198,6 +198,7 @@ fn ext_len(kind: u8, b: &[u8], off: usize) -> Option<usize> {
 
 /// Walks the IPv6 packet at `off` in `b` (the frame's useful bytes) and its extension
 /// headers, of which `wire` bytes were on the wire, noting what is wrong in `an`.
+#[inline(always)]
 pub(crate) fn walk(b: &[u8], off: usize, wire: usize, an: &mut Anomalies) -> NetInfo {
     let mut n = NetInfo {
         ip_off: off as u32,

@@ -133,7 +133,7 @@ pub struct Decoded<'a> {
     depth: u8,
     max_depth: u8,
     ports: TunnelPorts,
-    link: Cell<Option<LinkInfo>>,
+    link: link::LinkMemo,
     net: net::NetMemo,
     anomalies: Cell<Anomalies>,
 }
@@ -162,7 +162,7 @@ impl<'a> Decoded<'a> {
             depth: 0,
             max_depth: DEFAULT_MAX_DEPTH,
             ports: TunnelPorts::default(),
-            link: Cell::new(None),
+            link: link::LinkMemo::default(),
             net: net::NetMemo::default(),
             anomalies: Cell::new(Anomalies::NONE),
         }
@@ -209,17 +209,34 @@ impl<'a> Decoded<'a> {
 
     #[inline]
     fn link_info(&self) -> LinkInfo {
-        self.link.get().unwrap_or_else(|| self.walk_link())
+        match self.link.get() {
+            Some(li) => li,
+            None => {
+                self.walk_link();
+                self.link.get().unwrap_or_default()
+            }
+        }
     }
 
-    // Inlined into the first accessor: the walk's arguments then come from the registers
-    // the packet was just read into, not loaded back from the `Decoded` just stored
-    // (such a reload waited on the stores: the hottest instruction of a T2/T5 profile).
-    #[inline]
-    fn walk_link(&self) -> LinkInfo {
+    // Returns nothing, for the reason `walk_net` gives: the memo's words are stored from
+    // registers and read back whole. IP over Ethernet is walked here; any other frame by
+    // a call that stores its own result (a result merged with the call's would go
+    // through memory again).
+    #[inline(never)]
+    fn walk_link(&self) {
+        if self.framing == Framing::Link(LinkType::ETHERNET)
+            && let Some(li) = link::ethernet_ip(self.data)
+        {
+            self.link.set(&li);
+            return;
+        }
+        self.walk_other_link();
+    }
+
+    #[inline(never)]
+    fn walk_other_link(&self) {
         let li = self.noting(|an| link::walk(self.data, self.framing, an));
-        self.link.set(Some(li));
-        li
+        self.link.set(&li);
     }
 
     /// The network layer, if the link layer leads to one.
@@ -237,15 +254,24 @@ impl<'a> Decoded<'a> {
 
     #[inline]
     fn net(&self) -> NetInfo {
-        self.net.get().unwrap_or_else(|| self.walk_net())
+        match self.net.get() {
+            Some(n) => n,
+            None => {
+                self.walk_net();
+                self.net.get().unwrap_or_default()
+            }
+        }
     }
 
-    #[inline]
-    fn walk_net(&self) -> NetInfo {
+    // Returns nothing: a returned `NetInfo` was built in the caller's memory and read
+    // back from there in 16-byte pieces for the memo, pieces no single store had
+    // written, so each load waited for the stores (a third of its samples in T5).
+    // Stored from registers instead, the memo's words are read back whole.
+    #[inline(never)]
+    fn walk_net(&self) {
         let li = self.link_info();
         let n = self.noting(|an| net::walk(self.data, &li, self.wire_len, an));
         self.net.set(&n);
-        n
     }
 
     /// Where the network layer starts in the captured bytes, if the link layer leads to

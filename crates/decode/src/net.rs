@@ -107,6 +107,7 @@ impl NetInfo {
 
 /// Walks the network layer the link walk found in `data`, which were `wire_len` bytes
 /// on the wire, noting what is wrong in `an`.
+#[inline(always)]
 pub(crate) fn walk(data: &[u8], li: &LinkInfo, wire_len: u32, an: &mut Anomalies) -> NetInfo {
     let b = data.get(..li.end as usize).unwrap_or(data);
     let off = li.l3_off as usize;
