@@ -16,7 +16,7 @@
 //! What a user sees when a file shrinks while being read: every packet that lies before
 //! the new end is delivered, then the reader reports that the file ends inside a record
 //! and that it shrank while mapped. The check happens once per verified window (one read
-//! block, 256 KiB): bytes of the current window that vanish before the check, and bytes
+//! block, 1 MiB): bytes of the current window that vanish before the check, and bytes
 //! of packets already handed out, read as zeros instead of killing the process.
 //!
 //! Limits: a program that installs its own SIGBUS handler *after* tracekit mapped a file
