@@ -239,6 +239,7 @@ pub(crate) struct LinkMemo {
 
 impl LinkMemo {
     const KNOWN: u64 = 1 << 63;
+    /// Every kind, in declaration order: `kind as usize` indexes it.
     const KINDS: [LinkKind; 12] = [
         LinkKind::Ethernet,
         LinkKind::Ieee80211,
@@ -285,10 +286,7 @@ impl LinkMemo {
         let word = |lo: u32, hi: u32| u64::from(lo) | u64::from(hi) << 32;
         self.ends.set(word(li.end, li.l3_off));
         self.starts.set(word(li.l2_off, li.chain_off));
-        let kind = LinkMemo::KINDS
-            .iter()
-            .position(|k| *k == li.kind)
-            .unwrap_or(LinkMemo::KINDS.len() - 1) as u64;
+        let kind = li.kind as u64;
         self.tags.set(
             u64::from(li.chain_type)
                 | u64::from(li.ethertype) << 16
@@ -1159,6 +1157,13 @@ mod tests {
             vlan_count: counts[0],
             mpls_count: counts[1],
             isl,
+        }
+    }
+
+    #[test]
+    fn every_kind_is_at_its_own_index() {
+        for (i, k) in LinkMemo::KINDS.iter().enumerate() {
+            assert_eq!(*k as usize, i, "{k:?}");
         }
     }
 

@@ -643,14 +643,7 @@ impl Source {
                 SourceKind::DagStreams(d) => d.next_packet(),
             }
         };
-        // A reader's offsets in a compressed file count decompressed bytes.
-        next.map_err(|e| {
-            if compressed {
-                e.in_decompressed_data()
-            } else {
-                e
-            }
-        })
+        next.map_err(|e| marked(e, compressed))
     }
 
     /// Calls `f` with every packet left, in turn, lent where [`Source::next_packet`] put
@@ -705,9 +698,7 @@ impl Source {
             SourceKind::DagStreams(d) => each(d.as_mut(), g),
         };
         run.map_err(|stop| match stop {
-            // A reader's offsets in a compressed file count decompressed bytes.
-            Stop::Source(e) if compressed => E::from(e.in_decompressed_data()),
-            Stop::Source(e) => E::from(e),
+            Stop::Source(e) => E::from(marked(e, compressed)),
             Stop::User(e) => e,
         })
     }
@@ -806,6 +797,17 @@ impl Source {
             #[cfg(feature = "dag")]
             SourceKind::DagStreams(d) => d.next_matching(&mut keep),
         }
+    }
+}
+
+/// A reader's error, its offsets marked as decompressed ones when the file is
+/// compressed (a reader's offsets there count decompressed bytes).
+#[inline]
+fn marked(e: Error, compressed: bool) -> Error {
+    if compressed {
+        e.in_decompressed_data()
+    } else {
+        e
     }
 }
 
