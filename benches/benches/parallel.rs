@@ -8,6 +8,8 @@
 //! - `parallel_ports/*` and `parallel_scans/*`: the libtrace paper's Ports and Scans
 //!   analyses on one thread, and through `Parallel` with 1 and 2 workers (2 threads: the
 //!   reader runs worker 0 on its share).
+//!   `blocks_2`: 2 workers taking turns at the input's buffers
+//!   ([`Distribution::Blocks`]), each reading and processing its own.
 //! - `parallel_share/*`: Ports and Scans on 2 workers with the reader's share from 0 to
 //!   0.3 (the default is 0.09).
 //!
@@ -20,7 +22,7 @@ use std::net::IpAddr;
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use tracekit::analysis::Ports;
 use tracekit::decode::Decoded;
-use tracekit::parallel::{Emit, Parallel, Worker};
+use tracekit::parallel::{Distribution, Emit, Parallel, Worker};
 use tracekit::{Error, Packet};
 use tracekit_bench::inputs;
 
@@ -83,15 +85,24 @@ fn run<W: Worker>(path: &str, run: Parallel, make: impl Fn(usize) -> W + Sync) -
     run.run(&mut source, make, |_, _| {}).unwrap().workers
 }
 
+/// Workers taking turns at the input's buffers ([`Distribution::Blocks`]).
+fn blocks(workers: usize) -> Parallel {
+    Parallel::new(workers).distribution(Distribution::Blocks)
+}
+
 fn benches(c: &mut Criterion) {
     for (name, snaplen) in [("tcp.pcap", 65535u32), ("tcp-snap96.pcap", 96)] {
         let path = inputs::generated(name, snaplen);
         let packets = inputs::packets();
         // Same answers, or the comparison means nothing.
         let want = one_thread(&path, Count(0, 0));
-        let got = parallel(&path, 2, |_| Count(0, 0));
-        assert_eq!(got.iter().map(|w| w.0).sum::<u64>(), want.0);
-        assert_eq!(got.iter().map(|w| w.1).sum::<u64>(), want.1);
+        for got in [
+            parallel(&path, 2, |_| Count(0, 0)),
+            run(&path, blocks(2), |_| Count(0, 0)),
+        ] {
+            assert_eq!(got.iter().map(|w| w.0).sum::<u64>(), want.0);
+            assert_eq!(got.iter().map(|w| w.1).sum::<u64>(), want.1);
+        }
 
         let mut group = c.benchmark_group(format!("parallel_overhead/{name}"));
         group.sample_size(15);
@@ -121,6 +132,9 @@ fn benches(c: &mut Criterion) {
                 })
             });
         }
+        group.bench_function("blocks_2", |b| {
+            b.iter(|| black_box(run(&path, blocks(2), |_| PortsWorker(Ports::new_written())).len()))
+        });
         group.finish();
 
         let mut group = c.benchmark_group(format!("parallel_scans/{name}"));
@@ -134,6 +148,9 @@ fn benches(c: &mut Criterion) {
                 b.iter(|| black_box(parallel(&path, workers, |_| Scans::default()).len()))
             });
         }
+        group.bench_function("blocks_2", |b| {
+            b.iter(|| black_box(run(&path, blocks(2), |_| Scans::default()).len()))
+        });
         group.finish();
 
         if snaplen == 96 {

@@ -370,6 +370,41 @@ impl Input {
         self.take_retired(generation)
     }
 
+    /// Sharing: [`Input::share_current`], but the input keeps no hold on the buffer it
+    /// returns: once every packet lent from it is dropped, its holder can take it back
+    /// ([`Arc::try_unwrap`]) and give it to the window again ([`Input::swap_window`]),
+    /// so that a buffer stays with the thread that reads into it.
+    pub fn hand_over_current(&mut self) -> Option<Arc<Vec<u8>>> {
+        let buf = self.share_current()?;
+        if let Some(sharing) = self.sharing.as_deref_mut()
+            && sharing.lent.back().is_some_and(|b| Arc::ptr_eq(b, &buf))
+        {
+            sharing.lent.pop_back();
+        }
+        Some(buf)
+    }
+
+    /// Sharing: makes `buf` the window's buffer, the unread bytes copied to its front,
+    /// and keeps the buffer it replaces for reuse. Only for a stream read into buffers
+    /// of the input's own, and only while nothing was read from the window since it
+    /// last moved (as right after [`Input::share_current`]): otherwise `buf` comes back.
+    pub fn swap_window(&mut self, mut buf: Vec<u8>) -> Result<(), Vec<u8>> {
+        let Some(sharing) = self.sharing.as_deref_mut() else {
+            return Err(buf);
+        };
+        if self.pos != 0 || self.window_is_block || !matches!(self.backing, Backing::Stream(_)) {
+            return Err(buf);
+        }
+        let tail = self.end;
+        if buf.len() < tail.max(BLOCK_SIZE) {
+            buf.resize(tail.max(BLOCK_SIZE), 0);
+        }
+        buf[..tail].copy_from_slice(&self.buf[..tail]);
+        let old = std::mem::replace(&mut self.buf, buf);
+        sharing.lend(&Arc::new(old));
+        Ok(())
+    }
+
     /// Sharing: moves the unread tail of the window to the front of a fresh buffer,
     /// keeping the old one; nothing without sharing or when nothing was read.
     fn move_tail_to_fresh(&mut self, want: usize) -> bool {
@@ -1022,6 +1057,53 @@ mod tests {
             let raw = Input::from_reader(io::Cursor::new(packed));
             walk_shared(Input::decompress(raw, codec).unwrap(), &data, &steps);
         }
+    }
+
+    /// A buffer handed over comes back to its holder alone, goes into the window again
+    /// with the unread tail in front, and every byte comes through once, in order.
+    #[test]
+    fn a_handed_over_buffer_goes_back_into_the_window() {
+        let data = sample(4 * BLOCK_SIZE + 999);
+        let mut input = Input::from_reader(io::Cursor::new(data.clone()));
+        assert!(input.share_windows());
+        let mut at = 0;
+        let mut spare: Option<Vec<u8>> = None;
+        let mut swapped = 0;
+        while input.fill(1).unwrap() > 0 {
+            // Up to 1000 bytes before the end of the window, in 100-byte steps.
+            let start = at;
+            let from = input.window_pos();
+            while input.fill(100).unwrap() >= 100 && input.available().len() > 1000 {
+                input.consume(100);
+                at += 100;
+            }
+            if at == start {
+                let rest = input.available().len();
+                input.consume(rest);
+                at += rest;
+            }
+            let generation = input.generation();
+            let buf = input.hand_over_current().expect("the window's buffer");
+            assert_eq!(input.generation(), generation + 1);
+            assert!(buf[from..from + (at - start)] == data[start..at]);
+            // Nobody else holds it.
+            let buf = Arc::try_unwrap(buf).expect("the holder's alone");
+            if let Some(old) = spare.replace(buf) {
+                let ptr = old.as_ptr();
+                assert!(input.swap_window(old).is_ok());
+                assert_eq!(input.available().as_ptr(), ptr, "the window is in it");
+                swapped += 1;
+            }
+            assert!(input.available() == &data[at..at + input.available().len()]);
+        }
+        assert_eq!(at, data.len());
+        assert!(swapped >= 3, "{swapped}");
+        // Not once something was read from the window since it moved.
+        let mut input = Input::from_reader(io::Cursor::new(data.clone()));
+        assert!(input.share_windows());
+        input.fill(10).unwrap();
+        input.consume(10);
+        assert!(input.swap_window(vec![0; 16]).is_err());
     }
 
     #[test]

@@ -199,6 +199,15 @@ pub enum Distribution {
     RoundRobin,
     /// By a user function.
     By(Chooser),
+    /// By buffer: there is no reader thread; each worker in turn takes the next buffer
+    /// of the input (about 1 MiB of records), reads it itself and processes all of its
+    /// packets, so a packet is read, decoded and analysed on one core and nothing is
+    /// handed over between cores. Packets of a flow may reach several workers: for
+    /// analyses whose per-worker results add up (counts, histograms, sets; libtrace's
+    /// `HASHER_BALANCE`). Stream order, ticks and stopping keep their guarantees. An
+    /// input with no buffers of its own to share (a memory mapping, a live capture) is
+    /// dealt round-robin instead.
+    Blocks,
 }
 
 impl std::fmt::Debug for Distribution {
@@ -207,6 +216,7 @@ impl std::fmt::Debug for Distribution {
             Distribution::Flow => "Flow",
             Distribution::RoundRobin => "RoundRobin",
             Distribution::By(_) => "By(..)",
+            Distribution::Blocks => "Blocks",
         })
     }
 }
@@ -253,6 +263,10 @@ pub struct RunStats {
     /// Whether each worker read a member of its own ([`Parallel::run_members`]): no
     /// reader thread.
     pub members: bool,
+    /// Whether the workers took turns reading buffers of the input
+    /// ([`Distribution::Blocks`]): no reader thread; a worker's idle time is its wait
+    /// for its turn.
+    pub turns: bool,
 }
 
 impl std::fmt::Display for RunStats {
@@ -261,6 +275,13 @@ impl std::fmt::Display for RunStats {
             write!(
                 f,
                 "{} packets over {} workers, each reading a member of its own",
+                self.packets,
+                self.workers.len()
+            )?;
+        } else if self.turns {
+            write!(
+                f,
+                "{} packets over {} workers, each reading buffers of the input in turn",
                 self.packets,
                 self.workers.len()
             )?;
@@ -568,6 +589,12 @@ impl Parallel {
         C: FnMut(u64, W::Item),
     {
         let n = self.workers;
+        if matches!(self.distribution, Distribution::Blocks)
+            && n > 1
+            && source.input_mut().is_some_and(|i| i.share_windows())
+        {
+            return self.run_turns(source, make, combine);
+        }
         let shared = Shared::new(self.stop.clone().unwrap_or_default());
         // Workers 1.. get batches; worker 0 is the reader's.
         let mut batch_tx = Vec::with_capacity(n);
@@ -662,21 +689,91 @@ impl Parallel {
                 }
             }
             let worker_error = shared.worker_error.lock().ok().and_then(|mut e| e.take());
-            // The earlier of the two stopped the run.
-            let error = match (read_error, worker_error) {
-                (Some(r), Some((seq, w))) => Some(if r.packet().is_some_and(|p| p <= seq + 1) {
-                    r
-                } else {
-                    w
-                }),
-                (Some(r), None) => Some(r),
-                (None, Some((_, w))) => Some(w),
-                (None, None) => None,
-            };
             Ok(Finished {
                 workers,
                 stats,
-                error,
+                error: earlier_error(read_error, worker_error),
+            })
+        })
+    }
+
+    /// [`Distribution::Blocks`] over an input that shares its buffers: `n` worker
+    /// threads take turns at the source ([`take_turns`]), no reader thread.
+    fn run_turns<W, F, C>(
+        &self,
+        source: &mut Source,
+        make: F,
+        mut combine: C,
+    ) -> Result<Finished<W>, Error>
+    where
+        W: Worker,
+        F: Fn(usize) -> W + Sync,
+        C: FnMut(u64, W::Item),
+    {
+        let n = self.workers;
+        let shared = Shared::new(self.stop.clone().unwrap_or_default());
+        let (done_tx, done_rx) = sync_channel::<Done<W::Item>>(QUEUE * n);
+        let (back_tx, back_rx): (Vec<_>, Vec<_>) = (0..n)
+            .map(|_| sync_channel::<Vec<(u64, W::Item)>>(QUEUE + 1))
+            .unzip();
+        let generation = generation_of(source);
+        let turns = Mutex::new(Turns {
+            source,
+            generation,
+            seq: 0,
+            carried: Vec::new(),
+            refill: false,
+            ticker: Ticker {
+                every: self.tick,
+                ticks: 0,
+                interval: None,
+            },
+            owed: (0..n).map(|_| Vec::new()).collect(),
+            ended: false,
+            error: None,
+        });
+        let (shared, make, order, turns) = (&shared, &make, self.order, &turns);
+        let cores = core_affinity::get_core_ids().unwrap_or_default();
+        let pin = cores.len() >= n;
+        std::thread::scope(|scope| {
+            let mut handles = Vec::with_capacity(n);
+            for (i, back) in back_rx.into_iter().enumerate() {
+                let done_tx = done_tx.clone();
+                let core = pin.then(|| cores[i % cores.len()]);
+                handles.push(scope.spawn(move || {
+                    if let Some(c) = core {
+                        core_affinity::set_for_current(c);
+                    }
+                    let running = Running::new(i, make(i), order, &done_tx, back);
+                    take_turns(running, turns, shared)
+                }));
+            }
+            drop(done_tx);
+            combine_items(n, order, &done_rx, &back_tx, &mut combine, shared);
+            let mut stats = RunStats {
+                turns: true,
+                ..RunStats::default()
+            };
+            let mut workers = Vec::with_capacity(n);
+            for h in handles {
+                match h.join() {
+                    Ok((w, s)) => {
+                        workers.push(w);
+                        stats.workers.push(s);
+                    }
+                    Err(_) => return Err(Error::unsupported("a worker thread panicked")),
+                }
+            }
+            let (read_error, packets) = match turns.lock() {
+                Ok(mut t) => (t.error.take(), t.seq),
+                Err(_) => return Err(Error::unsupported("a worker thread panicked")),
+            };
+            stats.packets = packets;
+            let worker_error = shared.worker_error.lock().ok().and_then(|mut e| e.take());
+            Ok(Finished {
+                workers,
+                stats,
+                error: earlier_error(read_error, worker_error),
             })
         })
     }
@@ -1102,6 +1199,305 @@ fn read_and_deal<W: Worker>(
     (stats, error, own.map(|o| o.finish(seq, shared)))
 }
 
+/// Of a read error and a worker's error (with the packet it came at), the earlier: the
+/// one that stopped the run.
+fn earlier_error(read: Option<Error>, worker: Option<(u64, Error)>) -> Option<Error> {
+    match (read, worker) {
+        (Some(r), Some((seq, w))) => Some(if r.packet().is_some_and(|p| p <= seq + 1) {
+            r
+        } else {
+            w
+        }),
+        (Some(r), None) => Some(r),
+        (None, Some((_, w))) => Some(w),
+        (None, None) => None,
+    }
+}
+
+/// [`Distribution::Blocks`]: the source and what the workers taking turns at it share.
+/// A turn reads packets up to the end of the input's current buffer; the packet read
+/// past it is in the next buffer, and is carried over to the next turn.
+struct Turns<'s> {
+    source: &'s mut Source,
+    /// The buffer generation that the carried packets are in.
+    generation: u64,
+    /// Packets read so far.
+    seq: u64,
+    /// Packets read past the end of the last turn's buffer, for the next turn.
+    carried: Vec<Slot>,
+    /// The last turn ended before its buffer ran out: the next one fills the fresh
+    /// buffer first.
+    refill: bool,
+    ticker: Ticker,
+    /// Per worker: ticks found in other workers' turns, which come before its next
+    /// packet.
+    owed: Vec<Vec<TickRun>>,
+    /// The input ended (or failed, or the run stops).
+    ended: bool,
+    error: Option<Error>,
+}
+
+/// A turn over an uncompressed input ends once fewer unread bytes than this are left
+/// in the buffer (they are copied to the front of the next one).
+const TURN_TAIL: usize = 16 << 10;
+
+/// What a worker got at its turn.
+struct Turn {
+    /// The buffer its packets are in (none when it got no packets).
+    block: Option<Arc<Vec<u8>>>,
+    /// Every packet before this one was read when the turn ended.
+    end_seq: u64,
+    /// The input is done: after this turn's packets and ticks, the worker finishes.
+    last: bool,
+}
+
+impl Turns<'_> {
+    /// Worker `w`'s turn: its owed ticks, then the packets of one buffer, into `lists`
+    /// (emptied first).
+    fn take(
+        &mut self,
+        w: usize,
+        lists: &mut Lists,
+        spare: &mut Option<Vec<u8>>,
+        shared: &Shared,
+    ) -> Turn {
+        lists.slots.clear();
+        lists.ticks.clear();
+        lists
+            .ticks
+            .extend(self.owed[w].drain(..).map(|run| (0, run)));
+        if self.ended {
+            return Turn {
+                block: None,
+                end_seq: self.seq,
+                last: true,
+            };
+        }
+        std::mem::swap(&mut lists.slots, &mut self.carried);
+        self.carried.clear();
+        if shared.stop.load(Ordering::Relaxed) || shared.halt.load(Ordering::Relaxed) {
+            return self.end(lists);
+        }
+        // An uncompressed file is read by the worker whose turn it is: the turn ends just
+        // before the buffer runs out (unless the file does), so that the next worker
+        // reads the next buffer, into its own core's cache, rather than this one's last
+        // packet.
+        let plain = self
+            .source
+            .input_mut()
+            .is_some_and(|i| i.compression() == tracekit_io::Compression::None);
+        if std::mem::take(&mut self.refill)
+            && let Some(input) = self.source.input_mut()
+        {
+            // The last turn left the unread tail at the front of a fresh buffer (nothing
+            // carried). It moves to this worker's own buffer, if it has one (the last it
+            // processed): a buffer the other worker last had would have every line of it
+            // fetched from that worker's cache, which doubled the cost of reading it.
+            // Then it is filled behind the tail; a read error comes again, with its
+            // packet, from the reader's own fill.
+            if let Some(buf) = spare.take()
+                && let Err(buf) = input.swap_window(buf)
+            {
+                *spare = Some(buf);
+            }
+            let _ = input.fill(tracekit_io::BLOCK_SIZE);
+        }
+        let mut read = 0u64;
+        loop {
+            if plain
+                && read > 0
+                && let Some(input) = self.source.input_mut()
+                && input.available().len() < TURN_TAIL
+                && input
+                    .size_hint()
+                    .is_some_and(|size| input.position() + (input.available().len() as u64) < size)
+            {
+                // The unread tail goes to the front of a fresh buffer; this buffer is this
+                // worker's to keep once processed.
+                let block = input.hand_over_current();
+                self.generation = input.generation();
+                self.refill = true;
+                return self.checked(block, lists, self.seq, false);
+            }
+            read += 1;
+            let next = self.source.next_packet();
+            let (data, options, meta) = match next {
+                Ok(Some(ref p)) => {
+                    let data = (p.data().as_ptr() as usize, p.data().len());
+                    let options = p
+                        .options()
+                        .map(|o| (o.bytes().as_ptr() as usize, o.bytes().len(), o.byte_order()));
+                    (data, options, *p.meta())
+                }
+                Ok(None) => return self.end(lists),
+                Err(e) => {
+                    self.error = Some(e);
+                    return self.end(lists);
+                }
+            };
+            let seq = self.seq;
+            self.seq += 1;
+            let g = generation_of(self.source);
+            // Before this packet: where its ticks go depends on whose turn it is.
+            let mut found = None;
+            self.ticker.before(seq, meta.ts, |run| found = Some(run));
+            let Some(input) = self.source.input_mut() else {
+                self.error = Some(Error::unsupported("the source stopped sharing its buffers"));
+                return self.end(lists);
+            };
+            let Some(start) = input.window_offset(data.0, data.1) else {
+                self.error = Some(
+                    Error::unsupported(
+                        "this source lent a packet from outside the buffer it shares with the workers (read it with one thread)",
+                    )
+                    .with_packet(seq + 1),
+                );
+                return self.end(lists);
+            };
+            let (opt_start, opt_len) = match options {
+                Some((addr, len, order)) => (
+                    input.window_offset(addr, len).unwrap_or(0) as u32,
+                    len as u32
+                        | if order == ByteOrder::Big {
+                            BIG_ENDIAN
+                        } else {
+                            0
+                        },
+                ),
+                None => (0, 0),
+            };
+            let slot = Slot {
+                seq,
+                start: start as u32,
+                len: data.1 as u32,
+                opt_start,
+                opt_len,
+                meta,
+            };
+            if g != self.generation {
+                // The buffer is done: its packets are this turn's; this one and its
+                // ticks are the next turn's (every worker owes them).
+                let block = input.take_retired(self.generation);
+                self.generation = g;
+                if let Some(run) = found {
+                    self.owed.iter_mut().for_each(|o| o.push(run));
+                }
+                self.carried.push(slot);
+                return self.checked(block, lists, seq, false);
+            }
+            if let Some(run) = found {
+                lists.ticks.push((lists.slots.len(), run));
+                for (v, o) in self.owed.iter_mut().enumerate() {
+                    if v != w {
+                        o.push(run);
+                    }
+                }
+            }
+            lists.slots.push(slot);
+        }
+    }
+
+    /// The input ended: the turn gets the last buffer with what is read of it.
+    fn end(&mut self, lists: &mut Lists) -> Turn {
+        self.ended = true;
+        let input = self.source.input_mut();
+        let block = input.and_then(|i| {
+            if i.generation() != self.generation {
+                i.take_retired(self.generation)
+            } else {
+                i.share_current()
+            }
+        });
+        self.checked(block, lists, self.seq, true)
+    }
+
+    /// A turn with `block`, unless packets were read into a buffer the input did not
+    /// hand over: then they are not lost quietly but the run stops at the first of them.
+    fn checked(
+        &mut self,
+        block: Option<Arc<Vec<u8>>>,
+        lists: &mut Lists,
+        end_seq: u64,
+        last: bool,
+    ) -> Turn {
+        if block.is_none()
+            && let Some(first) = lists.slots.first()
+        {
+            let seq = first.seq;
+            lists.slots.clear();
+            lists.ticks.retain(|(at, _)| *at == 0);
+            self.error = Some(
+                Error::unsupported("the input did not hand over the buffer of these packets")
+                    .with_packet(seq + 1),
+            );
+            self.ended = true;
+            return Turn {
+                block: None,
+                end_seq: seq,
+                last: true,
+            };
+        }
+        Turn {
+            block,
+            end_seq,
+            last,
+        }
+    }
+}
+
+/// A worker of [`Distribution::Blocks`]: takes turns at the source and processes each
+/// turn's packets; sends its items and progress at the start of each turn (by then it
+/// knows where its next packet or tick is).
+fn take_turns<W: Worker>(
+    mut running: Running<'_, W>,
+    turns: &Mutex<Turns<'_>>,
+    shared: &Shared,
+) -> (W, WorkerStats) {
+    let mut lists = Lists::default();
+    // The last buffer this worker processed, when nothing else holds it.
+    let mut spare = None;
+    let mut end_seq;
+    loop {
+        let waited = Instant::now();
+        let Ok(mut t) = turns.lock() else {
+            return running.finish(0, shared);
+        };
+        running.stats.idle += waited.elapsed();
+        let turn = t.take(running.index, &mut lists, &mut spare, shared);
+        drop(t);
+        end_seq = turn.end_seq;
+        // Everything this worker emits from now on is at or after this point.
+        let from = (lists.ticks.first().map(|(_, run)| run.first.packets))
+            .into_iter()
+            .chain(lists.slots.first().map(|s| s.seq))
+            .min()
+            .unwrap_or(end_seq);
+        running.send(from);
+        let limit = shared.limit.load(Ordering::Relaxed);
+        let mut ticks = lists.ticks.iter().peekable();
+        if let Some(block) = &turn.block {
+            for (i, slot) in lists.slots.iter().enumerate() {
+                while let Some((_, run)) = ticks.next_if(|(at, _)| *at == i) {
+                    running.ticks(run, limit, shared);
+                }
+                if !running.packet(&slot.packet(block), slot.seq, limit, shared) {
+                    break;
+                }
+            }
+        }
+        for (_, run) in ticks {
+            running.ticks(run, limit, shared);
+        }
+        if let Some(block) = turn.block {
+            spare = Arc::try_unwrap(block).ok();
+        }
+        if turn.last {
+            break;
+        }
+    }
+    running.finish(end_seq, shared)
+}
+
 /// With [`TickEvery::TraceTime`], the longest run of empty intervals that gets a tick
 /// each: a longer gap in the time stamps gets one tick, at the end of the gap.
 pub const MAX_EMPTY_TICKS: u64 = 1_000_000;
@@ -1309,7 +1705,7 @@ impl Deal {
         let bucket = match &self.distribution {
             // The hash's top byte: it is mixed, and the low bits fed the old modulo.
             Distribution::Flow => flow_hash(p).map_or(seq as usize, |h| (h >> 56) as usize),
-            Distribution::RoundRobin => seq as usize,
+            Distribution::RoundRobin | Distribution::Blocks => seq as usize,
             Distribution::By(f) => return (f(p) % self.n as u64) as usize,
         };
         usize::from(self.table[bucket % BUCKETS])

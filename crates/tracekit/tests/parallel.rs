@@ -15,6 +15,11 @@ use tracekit_testdata::corpus;
 
 const WORKERS: [usize; 4] = [1, 2, 3, 8];
 
+/// The reader dealing by flow (the default), and workers taking turns at the input.
+fn distributions() -> [Distribution; 2] {
+    [Distribution::Flow, Distribution::Blocks]
+}
+
 /// What one packet is, for comparing runs: number, time, lengths and a digest of the
 /// bytes (options included).
 type Seen = (u64, u64, u32, usize, u64);
@@ -88,11 +93,15 @@ fn one_thread(uri: &str) -> (Vec<Seen>, Ports, Protocols, Option<String>) {
 
 fn check_file(uri: &str) {
     let (want, want_ports, want_protocols, want_error) = one_thread(uri);
-    for workers in WORKERS {
+    for (workers, distribution) in WORKERS
+        .into_iter()
+        .flat_map(|w| distributions().map(|d| (w, d)))
+    {
         for order in [Order::Stream, Order::Arrival] {
             let mut source = tracekit::open(uri).unwrap();
             let mut got = Vec::new();
             let done = Parallel::new(workers)
+                .distribution(distribution.clone())
                 .order(order)
                 .run(
                     &mut source,
@@ -103,7 +112,7 @@ fn check_file(uri: &str) {
                     },
                 )
                 .unwrap();
-            let what = format!("{uri}, {workers} workers, {order:?}");
+            let what = format!("{uri}, {workers} workers, {distribution:?}, {order:?}");
             if order == Order::Arrival {
                 got.sort();
             }
@@ -134,6 +143,9 @@ fn check_file(uri: &str) {
                 want_error,
                 "{what}: the error"
             );
+            // Turns are taken at any input that shares its buffers (all of these).
+            let turns = workers > 1 && matches!(distribution, Distribution::Blocks);
+            assert_eq!(done.stats.turns, turns, "{what}");
         }
     }
 }
@@ -222,11 +234,16 @@ fn every_order_and_the_reduce_match_one_thread_across_many_buffers() {
         ..Default::default()
     };
     for workers in WORKERS {
-        let mut source = tracekit::open_with(&plain, &options).unwrap();
-        let (got, done) = in_stream_order(&mut source, Parallel::new(workers));
-        // One worker runs on the reader's packets in place: nothing to copy.
-        assert_eq!(done.stats.copied, workers > 1, "{workers} workers");
-        assert!(got == want, "mapped, {workers} workers");
+        for distribution in distributions() {
+            let mut source = tracekit::open_with(&plain, &options).unwrap();
+            let run = Parallel::new(workers).distribution(distribution);
+            let (got, done) = in_stream_order(&mut source, run);
+            // One worker runs on the reader's packets in place: nothing to copy. Blocks
+            // are dealt round-robin: there are no buffers to take turns at.
+            assert_eq!(done.stats.copied, workers > 1, "{workers} workers");
+            assert!(!done.stats.turns);
+            assert!(got == want, "mapped, {workers} workers");
+        }
     }
 }
 
@@ -344,13 +361,20 @@ fn a_damaged_file_gives_exactly_the_packets_before_the_damage() {
         assert!(error.is_some(), "{name} is damaged");
         check_file(uri);
         for workers in WORKERS {
-            let mut source = tracekit::open(uri).unwrap();
-            let mut n = 0;
-            let done = Parallel::new(workers)
-                .run(&mut source, |_| Recorder::default(), |_, _| n += 1)
-                .unwrap();
-            assert_eq!(n, want.len(), "{name}, {workers} workers");
-            assert!(done.error.is_some());
+            for distribution in distributions() {
+                let mut source = tracekit::open(uri).unwrap();
+                let mut n = 0;
+                let done = Parallel::new(workers)
+                    .distribution(distribution)
+                    .run(&mut source, |_| Recorder::default(), |_, _| n += 1)
+                    .unwrap();
+                assert_eq!(n, want.len(), "{name}, {workers} workers");
+                assert_eq!(
+                    done.error.map(|e| e.to_string()),
+                    error,
+                    "{name}, {workers} workers"
+                );
+            }
         }
     }
 }
@@ -359,11 +383,18 @@ fn a_damaged_file_gives_exactly_the_packets_before_the_damage() {
 fn ticks_come_at_the_same_point_for_every_worker() {
     let dir = tempfile::tempdir().unwrap();
     let uri = generated(dir.path(), 10_000, "ticks.pcap");
-    for every in [TickEvery::Packets(777), TickEvery::TraceTime(1_000_000_000)] {
+    // A tick before every packet also puts one before the first packet of each buffer,
+    // which workers taking turns carry over.
+    for every in [
+        TickEvery::Packets(777),
+        TickEvery::Packets(1),
+        TickEvery::TraceTime(1_000_000_000),
+    ] {
         // One worker's intervals are the reference.
-        let interval_counts = |workers: usize| -> Vec<u64> {
+        let interval_counts = |workers: usize, distribution: Distribution| -> Vec<u64> {
             let mut source = tracekit::open(&uri).unwrap();
             let done = Parallel::new(workers)
+                .distribution(distribution)
                 .tick_every(every)
                 .run(&mut source, |_| Recorder::default(), |_, _| {})
                 .unwrap();
@@ -378,7 +409,7 @@ fn ticks_come_at_the_same_point_for_every_worker() {
             }
             sums
         };
-        let want = interval_counts(1);
+        let want = interval_counts(1, Distribution::Flow);
         match every {
             // 10,000 packets: a tick before packets 777, 1554, ...
             TickEvery::Packets(n) => {
@@ -392,11 +423,10 @@ fn ticks_come_at_the_same_point_for_every_worker() {
             }
         }
         for workers in [2, 3, 8] {
-            assert_eq!(
-                interval_counts(workers),
-                want,
-                "{every:?}, {workers} workers"
-            );
+            for distribution in distributions() {
+                let what = format!("{every:?}, {workers} workers, {distribution:?}");
+                assert_eq!(interval_counts(workers, distribution), want, "{what}");
+            }
         }
     }
 }
@@ -418,17 +448,21 @@ fn a_worker_error_stops_the_run_and_says_where() {
     let dir = tempfile::tempdir().unwrap();
     let uri = generated(dir.path(), 5_000, "fail.pcap");
     for workers in WORKERS {
-        let mut source = tracekit::open(&uri).unwrap();
-        let mut got = Vec::new();
-        let done = Parallel::new(workers)
-            .order(Order::Stream)
-            .run(&mut source, |_| FailAt(1234), |_, seq| got.push(seq))
-            .unwrap();
-        // In stream order, exactly the packets before the failing one.
-        assert!(got == (0..1234).collect::<Vec<u64>>(), "{workers} workers");
-        let error = done.error.expect("the worker's error");
-        assert_eq!(error.packet(), Some(1235), "{workers} workers: {error}");
-        assert!(error.to_string().contains("refused"));
+        for distribution in distributions() {
+            let what = format!("{workers} workers, {distribution:?}");
+            let mut source = tracekit::open(&uri).unwrap();
+            let mut got = Vec::new();
+            let done = Parallel::new(workers)
+                .distribution(distribution)
+                .order(Order::Stream)
+                .run(&mut source, |_| FailAt(1234), |_, seq| got.push(seq))
+                .unwrap();
+            // In stream order, exactly the packets before the failing one.
+            assert!(got == (0..1234).collect::<Vec<u64>>(), "{what}");
+            let error = done.error.expect("the worker's error");
+            assert_eq!(error.packet(), Some(1235), "{what}: {error}");
+            assert!(error.to_string().contains("refused"));
+        }
     }
 }
 
@@ -459,9 +493,13 @@ fn the_sorted_combiner_and_finish_match_one_thread() {
     let mut want: Vec<(u32, u64)> = all.iter().map(|s| (s.3 as u32, s.0)).collect();
     // Stable: equal sizes keep stream order.
     want.sort_by_key(|x| x.0);
-    for workers in WORKERS {
+    for (workers, distribution) in WORKERS
+        .into_iter()
+        .flat_map(|w| distributions().map(|d| (w, d)))
+    {
         let mut source = tracekit::open(&uri).unwrap();
         let (done, items) = Parallel::new(workers)
+            .distribution(distribution.clone())
             .run_sorted(&mut source, |_| Sizes::default(), |x: &(u32, u64)| x.0)
             .unwrap();
         assert!(done.error.is_none());
@@ -481,6 +519,7 @@ fn the_sorted_combiner_and_finish_match_one_thread() {
         let mut source = tracekit::open(&uri).unwrap();
         let mut last_seq = Vec::new();
         Parallel::new(workers)
+            .distribution(distribution)
             .order(Order::Stream)
             .run(
                 &mut source,
@@ -530,20 +569,23 @@ fn a_long_gap_in_time_gets_one_tick() {
                 Ok(())
             }
         }
-        let mut source = tracekit::open(&uri).unwrap();
-        let done = Parallel::new(workers)
-            .tick_every(TickEvery::TraceTime(1_000_000_000))
-            .run(&mut source, |_| Times::default(), |_, _| {})
-            .unwrap();
-        let s = 1_000_000_000u64;
-        let want = vec![
-            (1, Some(s)),
-            (2, Some(2 * s)),
-            (3, Some(3_000_000 * s)),
-            (4, Some(3_000_001 * s)),
-        ];
-        for w in &done.workers {
-            assert_eq!(w.0, want, "{workers} workers");
+        for distribution in distributions() {
+            let mut source = tracekit::open(&uri).unwrap();
+            let done = Parallel::new(workers)
+                .distribution(distribution)
+                .tick_every(TickEvery::TraceTime(1_000_000_000))
+                .run(&mut source, |_| Times::default(), |_, _| {})
+                .unwrap();
+            let s = 1_000_000_000u64;
+            let want = vec![
+                (1, Some(s)),
+                (2, Some(2 * s)),
+                (3, Some(3_000_000 * s)),
+                (4, Some(3_000_001 * s)),
+            ];
+            for w in &done.workers {
+                assert_eq!(w.0, want, "{workers} workers");
+            }
         }
     }
 }
