@@ -133,6 +133,10 @@ pub struct Input {
     sharing: Option<Box<Sharing>>,
     /// A regular file: it can be opened again (see [`Reread`]).
     reread: Option<Reread>,
+    /// A regular file read with `read()`: another handle on it (sharing its offset), to
+    /// read ahead on other threads ([`Input::read_ahead_file`]) and to move the offset
+    /// past bytes fed to the window ([`Input::feed`]).
+    file: Option<File>,
 }
 
 /// The regular file an input came from (at the input's path), to open it again: a
@@ -192,12 +196,14 @@ impl Input {
             input.reread = reread;
             return Ok(input);
         }
+        let handle = if regular { file.try_clone().ok() } else { None };
         let mut input = Input::with_backing(
             Backing::Stream(Box::new(file)),
             regular.then_some(meta.len()),
         );
         input.path = Some(shared);
         input.reread = reread;
+        input.file = handle;
         Ok(input)
     }
 
@@ -231,6 +237,7 @@ impl Input {
             size_hint,
             sharing: None,
             reread: None,
+            file: None,
         }
     }
 
@@ -402,6 +409,74 @@ impl Input {
         buf[..tail].copy_from_slice(&self.buf[..tail]);
         let old = std::mem::replace(&mut self.buf, buf);
         sharing.lend(&Arc::new(old));
+        Ok(())
+    }
+
+    /// A regular file read with `read()`, with its windows shared: a handle on it for
+    /// reading ahead on another thread (`pread`, [`std::os::unix::fs::FileExt`]), whose
+    /// bytes can then be [fed](Input::feed) to the window. `None` for anything else.
+    pub fn read_ahead_file(&self) -> Option<File> {
+        self.sharing.as_ref()?;
+        self.file.as_ref()?.try_clone().ok()
+    }
+
+    /// Where the window's next read would start in the file: [`Input::position`] plus
+    /// the bytes already in the window.
+    pub fn next_read_offset(&self) -> u64 {
+        self.base + self.end as u64
+    }
+
+    /// Sharing, a regular file read with `read()`: takes `buf[at..at + len]`, the file's
+    /// bytes from `offset` on (read ahead by the caller from [`Input::read_ahead_file`]),
+    /// as the window's next bytes, in place of a `read()` into a buffer of its own: the
+    /// window moves into `buf`, its unread bytes copied in front of `at` (the part of
+    /// the fed bytes the window already holds is skipped), and the file's offset moves
+    /// past them. The buffer the window leaves is kept for reuse. Only while nothing was
+    /// read from the window since it last moved (as right after
+    /// [`Input::hand_over_current`]); `buf` comes back when the bytes do not reach past
+    /// the window's end, or the window's unread bytes do not fit in front of `at`.
+    pub fn feed(
+        &mut self,
+        mut buf: Vec<u8>,
+        at: usize,
+        len: usize,
+        offset: u64,
+    ) -> Result<(), Vec<u8>> {
+        let next = self.next_read_offset();
+        let usable = self.sharing.is_some()
+            && self.file.is_some()
+            && matches!(self.backing, Backing::Stream(_))
+            && !self.window_is_block
+            && !self.eof
+            && self.pos == 0
+            && at + len <= buf.len()
+            && offset <= next
+            && next < offset + len as u64;
+        if !usable {
+            return Err(buf);
+        }
+        let skip = (next - offset) as usize;
+        let tail = self.end;
+        let start = at + skip;
+        if tail > start || next < start as u64 {
+            return Err(buf);
+        }
+        if let Some(file) = &self.file {
+            use std::io::Seek;
+            let mut file = file;
+            if file.seek(io::SeekFrom::Start(offset + len as u64)).is_err() {
+                return Err(buf);
+            }
+        }
+        buf[start - tail..start].copy_from_slice(&self.buf[..tail]);
+        let old = std::mem::replace(&mut self.buf, buf);
+        if let Some(sharing) = self.sharing.as_deref_mut() {
+            sharing.lend(&Arc::new(old));
+        }
+        // buf[start] is the byte at `next`.
+        self.base = next - start as u64;
+        self.pos = start - tail;
+        self.end = at + len;
         Ok(())
     }
 
@@ -1104,6 +1179,66 @@ mod tests {
         input.fill(10).unwrap();
         input.consume(10);
         assert!(input.swap_window(vec![0; 16]).is_err());
+    }
+
+    /// Bytes read ahead with `pread` and fed to the window come out in order, once,
+    /// whether the chunk starts where the window's next read would or before it; between
+    /// feeds the input reads for itself from the right place.
+    #[test]
+    fn bytes_read_ahead_and_fed_come_out_in_order() {
+        use std::os::unix::fs::FileExt;
+        let data = sample(5 * BLOCK_SIZE + 777);
+        let mut f = tempfile::NamedTempFile::new().unwrap();
+        f.write_all(&data).unwrap();
+        f.flush().unwrap();
+        let mut input = Input::open(f.path(), ReadMode::Read).unwrap();
+        assert!(input.read_ahead_file().is_none(), "only when sharing");
+        assert!(input.share_windows());
+        let file = input.read_ahead_file().expect("a regular file");
+        const AT: usize = 1000;
+        let (mut at, mut fed, mut turn) = (0usize, 0, 0);
+        while input.fill(1).unwrap() > 0 {
+            assert!(input.available() == &data[at..at + input.available().len()]);
+            assert_eq!(input.position(), at as u64);
+            while input.fill(100).unwrap() >= 100 && input.available().len() > 900 {
+                input.consume(100);
+                at += 100;
+            }
+            if input.available().len() <= 900 && input.next_read_offset() == data.len() as u64 {
+                let rest = input.available().len();
+                input.consume(rest);
+                at += rest;
+                continue;
+            }
+            input.hand_over_current().expect("the window's buffer");
+            turn += 1;
+            // Every third turn the input reads for itself; the others get 300,000 bytes
+            // read ahead, from the next read's offset or 50 bytes before it.
+            if turn % 3 == 0 {
+                continue;
+            }
+            let next = input.next_read_offset();
+            let offset = next - if turn % 2 == 0 { 50 } else { 0 };
+            let mut buf = vec![0u8; AT + 300_000];
+            let len = file.read_at(&mut buf[AT..], offset).unwrap();
+            assert!(input.feed(buf, AT, len, offset).is_ok(), "turn {turn}");
+            fed += 1;
+            assert_eq!(input.next_read_offset(), offset + len as u64);
+        }
+        assert_eq!(at, data.len());
+        assert!(fed >= 10, "{fed}");
+        // Refused: bytes that start after the window's next read, or once something
+        // was read from the window since it moved.
+        let mut input = Input::open(f.path(), ReadMode::Read).unwrap();
+        assert!(input.share_windows());
+        input.fill(10).unwrap();
+        input.consume(10);
+        input.hand_over_current().unwrap();
+        let next = input.next_read_offset();
+        assert!(input.feed(vec![0; AT + 10], AT, 10, next + 1).is_err());
+        input.fill(1).unwrap();
+        input.consume(1);
+        assert!(input.feed(vec![0; AT + 10], AT, 10, next).is_err());
     }
 
     #[test]

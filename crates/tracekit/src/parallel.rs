@@ -241,8 +241,11 @@ pub struct WorkerStats {
     pub packets: u64,
     /// Batches it received.
     pub batches: u64,
-    /// Time it waited for a batch.
+    /// Time it waited for a batch (with [`Distribution::Blocks`], for its turn).
     pub idle: Duration,
+    /// With [`Distribution::Blocks`] over an uncompressed file: turns whose bytes it read
+    /// ahead, outside the lock, and fed to the source.
+    pub read_ahead: u64,
     /// In a run over members: the member's own counters at its end (packets received,
     /// dropped by the kernel or card, filtered, delivered).
     pub source: Option<Stats>,
@@ -717,6 +720,15 @@ impl Parallel {
             .map(|_| sync_channel::<Vec<(u64, W::Item)>>(QUEUE + 1))
             .unzip();
         let generation = generation_of(source);
+        let ahead = source.input_mut().and_then(|i| {
+            let file = i.read_ahead_file()?;
+            let plain = i.compression() == tracekit_io::Compression::None;
+            plain.then(|| Ahead {
+                file,
+                first: i.next_read_offset(),
+                size: i.size_hint().unwrap_or(0),
+            })
+        });
         let turns = Mutex::new(Turns {
             source,
             generation,
@@ -731,8 +743,18 @@ impl Parallel {
             owed: (0..n).map(|_| Vec::new()).collect(),
             ended: false,
             error: None,
+            ticket: 0,
+            fed: false,
         });
-        let (shared, make, order, turns) = (&shared, &make, self.order, &turns);
+        let next_turn = std::sync::Condvar::new();
+        let claims = AtomicU64::new(0);
+        let (shared, make, order) = (&shared, &make, self.order);
+        let at = TurnOrder {
+            turns: &turns,
+            next_turn: &next_turn,
+            claims: &claims,
+            ahead: ahead.as_ref(),
+        };
         let cores = core_affinity::get_core_ids().unwrap_or_default();
         let pin = cores.len() >= n;
         std::thread::scope(|scope| {
@@ -745,7 +767,7 @@ impl Parallel {
                         core_affinity::set_for_current(c);
                     }
                     let running = Running::new(i, make(i), order, &done_tx, back);
-                    take_turns(running, turns, shared)
+                    take_turns(running, at, shared)
                 }));
             }
             drop(done_tx);
@@ -1235,6 +1257,77 @@ struct Turns<'s> {
     /// The input ended (or failed, or the run stops).
     ended: bool,
     error: Option<Error>,
+    /// The number of the next turn: turns are taken in the order their numbers were
+    /// claimed ([`Ahead`]).
+    ticket: u64,
+    /// The last turn started with bytes read ahead.
+    fed: bool,
+}
+
+/// A turn over an uncompressed file starts with the file's next bytes, which the worker
+/// read ahead before its turn (`pread`, outside the lock): the copy out of the page cache,
+/// most of reading a file, is done by all workers at once. Turn `k` (from 0, which reads
+/// the window the source was opened with) takes chunk `k - 1`, the [`BLOCK_SIZE`]
+/// bytes from `first + (k - 1) * BLOCK_SIZE`: each turn ends just before its window runs
+/// out, so the next chunk starts where the window's next read would.
+///
+/// [`BLOCK_SIZE`]: tracekit_io::BLOCK_SIZE
+struct Ahead {
+    file: std::fs::File,
+    first: u64,
+    size: u64,
+}
+
+/// Bytes of the file read ahead for a turn: `buf[AHEAD_RESERVE..][..len]`, from `offset`.
+struct Chunk {
+    buf: Vec<u8>,
+    len: usize,
+    offset: u64,
+}
+
+/// Room in front of a chunk for the unread tail of the window before it (a turn leaves
+/// fewer than [`TURN_TAIL`] bytes).
+const AHEAD_RESERVE: usize = TURN_TAIL;
+
+impl Ahead {
+    /// Reads the chunk of turn `k` into `buf` (or a new buffer); `None` for turn 0, past
+    /// the file's end (as it was at the start) or on a read error (the window then reads
+    /// for itself, and meets the error there).
+    fn read(&self, k: u64, buf: Option<Vec<u8>>) -> (Option<Chunk>, Option<Vec<u8>>) {
+        use std::os::unix::fs::FileExt;
+        let len = tracekit_io::BLOCK_SIZE;
+        let offset = self.first + k.saturating_sub(1) * len as u64;
+        if k == 0 || offset >= self.size {
+            return (None, buf);
+        }
+        let mut buf = buf.unwrap_or_default();
+        if buf.len() < AHEAD_RESERVE + len {
+            buf.resize(AHEAD_RESERVE + len, 0);
+        }
+        let mut got = 0;
+        while got < len {
+            match self.file.read_at(
+                &mut buf[AHEAD_RESERVE + got..AHEAD_RESERVE + len],
+                offset + got as u64,
+            ) {
+                Ok(0) => break,
+                Ok(n) => got += n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(_) => break,
+            }
+        }
+        if got == 0 {
+            return (None, Some(buf));
+        }
+        (
+            Some(Chunk {
+                buf,
+                len: got,
+                offset,
+            }),
+            None,
+        )
+    }
 }
 
 /// A turn over an uncompressed input ends once fewer unread bytes than this are left
@@ -1259,6 +1352,7 @@ impl Turns<'_> {
         w: usize,
         lists: &mut Lists,
         spare: &mut Option<Vec<u8>>,
+        chunk: Option<Chunk>,
         shared: &Shared,
     ) -> Turn {
         lists.slots.clear();
@@ -1286,6 +1380,7 @@ impl Turns<'_> {
             .source
             .input_mut()
             .is_some_and(|i| i.compression() == tracekit_io::Compression::None);
+        let mut fed = false;
         if std::mem::take(&mut self.refill)
             && let Some(input) = self.source.input_mut()
         {
@@ -1295,13 +1390,32 @@ impl Turns<'_> {
             // fetched from that worker's cache, which doubled the cost of reading it.
             // Then it is filled behind the tail; a read error comes again, with its
             // packet, from the reader's own fill.
-            if let Some(buf) = spare.take()
-                && let Err(buf) = input.swap_window(buf)
-            {
-                *spare = Some(buf);
+            // With the next bytes of the file read ahead by this worker (outside the
+            // lock, while the others read and process), they are fed to the window
+            // instead.
+            fed = match chunk {
+                Some(c) => match input.feed(c.buf, AHEAD_RESERVE, c.len, c.offset) {
+                    Ok(()) => true,
+                    Err(buf) => {
+                        *spare = Some(buf);
+                        false
+                    }
+                },
+                None => false,
+            };
+            if !fed {
+                if let Some(buf) = spare.take()
+                    && let Err(buf) = input.swap_window(buf)
+                {
+                    *spare = Some(buf);
+                }
+                let _ = input.fill(tracekit_io::BLOCK_SIZE);
             }
-            let _ = input.fill(tracekit_io::BLOCK_SIZE);
+        } else if let Some(c) = chunk {
+            // Not usable: the window was not left where the chunk starts.
+            *spare = Some(c.buf);
         }
+        self.fed = fed;
         let mut read = 0u64;
         loop {
             if plain
@@ -1445,12 +1559,21 @@ impl Turns<'_> {
     }
 }
 
+/// Where workers of [`Distribution::Blocks`] take their turns, in the order claimed.
+#[derive(Clone, Copy)]
+struct TurnOrder<'a, 's> {
+    turns: &'a Mutex<Turns<'s>>,
+    next_turn: &'a std::sync::Condvar,
+    claims: &'a AtomicU64,
+    ahead: Option<&'a Ahead>,
+}
+
 /// A worker of [`Distribution::Blocks`]: takes turns at the source and processes each
 /// turn's packets; sends its items and progress at the start of each turn (by then it
 /// knows where its next packet or tick is).
 fn take_turns<W: Worker>(
     mut running: Running<'_, W>,
-    turns: &Mutex<Turns<'_>>,
+    at: TurnOrder<'_, '_>,
     shared: &Shared,
 ) -> (W, WorkerStats) {
     let mut lists = Lists::default();
@@ -1458,13 +1581,33 @@ fn take_turns<W: Worker>(
     let mut spare = None;
     let mut end_seq;
     loop {
+        // This worker's next turn, and the file's bytes for it. No user code runs from
+        // here to the end of the turn, so every turn number claimed is taken.
+        let k = at.claims.fetch_add(1, Ordering::Relaxed);
+        let chunk = match at.ahead {
+            Some(ahead) => {
+                let (chunk, back) = ahead.read(k, spare.take());
+                spare = back;
+                chunk
+            }
+            None => None,
+        };
         let waited = Instant::now();
-        let Ok(mut t) = turns.lock() else {
+        let Ok(mut t) = at.turns.lock() else {
             return running.finish(0, shared);
         };
+        while t.ticket != k {
+            t = match at.next_turn.wait(t) {
+                Ok(t) => t,
+                Err(_) => return running.finish(0, shared),
+            };
+        }
         running.stats.idle += waited.elapsed();
-        let turn = t.take(running.index, &mut lists, &mut spare, shared);
+        let turn = t.take(running.index, &mut lists, &mut spare, chunk, shared);
+        running.stats.read_ahead += u64::from(std::mem::take(&mut t.fed));
+        t.ticket += 1;
         drop(t);
+        at.next_turn.notify_all();
         end_seq = turn.end_seq;
         // Everything this worker emits from now on is at or after this point.
         let from = (lists.ticks.first().map(|(_, run)| run.first.packets))

@@ -143,9 +143,18 @@ fn check_file(uri: &str) {
                 want_error,
                 "{what}: the error"
             );
-            // Turns are taken at any input that shares its buffers (all of these).
+            // Turns are taken at any input that shares its buffers (all of these); an
+            // uncompressed file of more than two read buffers is read ahead.
             let turns = workers > 1 && matches!(distribution, Distribution::Blocks);
             assert_eq!(done.stats.turns, turns, "{what}");
+            let ahead: u64 = done.stats.workers.iter().map(|w| w.read_ahead).sum();
+            let plain = !uri.ends_with(".gz") && !uri.ends_with(".zst") && !uri.ends_with(".bz2");
+            let big = std::fs::metadata(uri).unwrap().len() > 3 << 20;
+            if turns && plain && big {
+                assert!(ahead > 0, "{what}: no turn read ahead");
+            } else if !(turns && plain) {
+                assert_eq!(ahead, 0, "{what}");
+            }
         }
     }
 }
@@ -376,6 +385,39 @@ fn a_damaged_file_gives_exactly_the_packets_before_the_damage() {
                 );
             }
         }
+    }
+}
+
+/// A file of many read buffers, damaged mid-way: workers taking turns read its bytes
+/// ahead, and still give exactly the packets before the damage and the same error as one
+/// thread — for a cut and for a record with an impossible length.
+#[test]
+fn a_large_damaged_file_gives_exactly_the_packets_before_the_damage() {
+    let dir = tempfile::tempdir().unwrap();
+    let uri = generated(dir.path(), 20_000, "whole.pcap");
+    let bytes = std::fs::read(&uri).unwrap();
+    // Record starts: a 24-byte file header, then 16-byte record headers.
+    let mut starts = Vec::new();
+    let mut at = 24;
+    while at + 16 <= bytes.len() {
+        starts.push(at);
+        let caplen = u32::from_le_bytes(bytes[at + 8..at + 12].try_into().unwrap()) as usize;
+        at += 16 + caplen;
+    }
+    assert_eq!(starts.len(), 20_000);
+    let cut = dir.path().join("cut.pcap");
+    std::fs::write(&cut, &bytes[..bytes.len() * 7 / 10]).unwrap();
+    let mut bad = bytes.clone();
+    let at = starts[12_345];
+    bad[at + 8..at + 12].copy_from_slice(&0x7fff_fff0u32.to_le_bytes());
+    let bad_caplen = dir.path().join("bad-caplen.pcap");
+    std::fs::write(&bad_caplen, &bad).unwrap();
+    for path in [cut, bad_caplen] {
+        let uri = path.to_str().unwrap();
+        let (want, _, _, error) = one_thread(uri);
+        assert!(error.is_some(), "{uri} is damaged");
+        assert!(want.len() > 10_000, "{uri}: {}", want.len());
+        check_file(uri);
     }
 }
 
