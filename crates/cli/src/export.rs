@@ -296,7 +296,7 @@ fn packets_parallel(
         let mut source = crate::open_source(file)?;
         let mut error = None;
         let done = tracekit::parallel::Parallel::new(args.threads)
-            .distribution(tracekit::parallel::Distribution::RoundRobin)
+            .distribution(tracekit::parallel::Distribution::Blocks)
             .stop_flag(crate::ctrl_c_stop().flag())
             .run(
                 &mut source,

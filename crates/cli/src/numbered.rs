@@ -101,10 +101,13 @@ pub fn parallel<W: tracekit::parallel::Worker>(
     if crate::is_live(file) {
         return run_live(file, filter, threads, make);
     }
+    // Counts that add up: the workers take turns at the input, each reading and
+    // processing its own buffers.
     run_parallel(
         file,
         filter,
-        tracekit::parallel::Parallel::new(threads),
+        tracekit::parallel::Parallel::new(threads)
+            .distribution(tracekit::parallel::Distribution::Blocks),
         make,
         |_, _| {},
     )
@@ -235,7 +238,7 @@ where
 {
     let filter = filter.map(compile).transpose()?;
     let run = tracekit::parallel::Parallel::new(threads)
-        .distribution(tracekit::parallel::Distribution::RoundRobin)
+        .distribution(tracekit::parallel::Distribution::Blocks)
         .order(tracekit::parallel::Order::Stream);
     let n = run.workers();
     let (back, spares): (Vec<_>, Vec<_>) = (0..n)

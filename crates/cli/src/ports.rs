@@ -27,9 +27,9 @@ pub struct PortsArgs {
     /// Print one JSON object: the rows, the separate counts and the table's checksum.
     #[arg(long)]
     json: bool,
-    /// Threads, the reading thread among them, which works too (0, the default: one per
-    /// core; 1: everything on one thread). Packets are spread by flow and the tables
-    /// added up: the figures are those of one thread. On a live interface, one
+    /// Threads (0, the default: one per core; 1: everything on one thread). The threads
+    /// take turns at the file, each reading the next megabyte and counting its packets,
+    /// and the tables are added up: the figures are those of one thread. On a live interface, one
     /// PACKET_FANOUT member per thread (0: one per core), the kernel spreading by flow.
     #[arg(long, default_value_t = 0, value_parser = crate::parse_workers)]
     threads: usize,

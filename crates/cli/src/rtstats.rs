@@ -44,10 +44,10 @@ pub struct RtstatsArgs {
     /// Same as `--format json`.
     #[arg(long)]
     json: bool,
-    /// Threads, the reading thread among them, which works too (0: one per core; 1, the
-    /// default: everything on one thread). Packets are spread round-robin and every
-    /// worker's counts are added up at each interval's end: the rows are those of one
-    /// thread.
+    /// Threads (0: one per core; 1, the default: everything on one thread). The threads
+    /// take turns at the file, each reading the next megabyte and counting its packets,
+    /// and every worker's counts are added up at each interval's end: the rows are those
+    /// of one thread.
     #[arg(long, default_value_t = 1, value_parser = crate::parse_workers)]
     threads: usize,
     /// Print the parallel run's figures (packets per worker, waits) to stderr.
@@ -490,7 +490,7 @@ fn run_parallel<W: Write>(
         Cut::Count(n) => tracekit::parallel::TickEvery::Packets(n),
     };
     let run = tracekit::parallel::Parallel::new(args.threads)
-        .distribution(tracekit::parallel::Distribution::RoundRobin)
+        .distribution(tracekit::parallel::Distribution::Blocks)
         .tick_every(every)
         .order(tracekit::parallel::Order::Stream);
     let mut rows = Rows {

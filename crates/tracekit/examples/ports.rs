@@ -1,5 +1,6 @@
 //! The libtrace paper's Ports analysis on every core: packets and application bytes per
-//! transport protocol and port, one table per worker, added up at the end. Its table is
+//! transport protocol and port, one table per worker (the workers take turns at the
+//! file), added up at the end. Its table is
 //! that of `tracekit ports`.
 //!
 //! ```text
@@ -7,7 +8,7 @@
 //! ```
 
 use tracekit::analysis::Ports;
-use tracekit::parallel::{Emit, Parallel, Worker};
+use tracekit::parallel::{Distribution, Emit, Parallel, Worker};
 use tracekit::{Error, Packet};
 
 /// One worker's table.
@@ -27,11 +28,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let file = args.next().unwrap_or("samples/sample.pcap".into());
     let workers: usize = args.next().map_or(Ok(0), |w| w.parse())?;
     let mut source = tracekit::open(&file)?;
-    let done = Parallel::new(workers).run(
-        &mut source,
-        |_| PortsWorker(Ports::new_written()),
-        |_, _| {},
-    )?;
+    // The tables add up, so no flow needs to stay on one worker: the workers take turns
+    // at the file, each reading and counting buffers of its own.
+    let done = Parallel::new(workers)
+        .distribution(Distribution::Blocks)
+        .run(
+            &mut source,
+            |_| PortsWorker(Ports::new_written()),
+            |_, _| {},
+        )?;
     let mut ports = Ports::new();
     for w in &done.workers {
         ports.merge(&w.0);
