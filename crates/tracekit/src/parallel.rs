@@ -525,10 +525,7 @@ impl Parallel {
             )));
         }
         let shared = Shared::new(self.stop.clone().unwrap_or_default());
-        let (done_tx, done_rx) = sync_channel::<Done<W::Item>>(QUEUE * n);
-        let (back_tx, back_rx): (Vec<_>, Vec<_>) = (0..n)
-            .map(|_| sync_channel::<Vec<(u64, W::Item)>>(QUEUE + 1))
-            .unzip();
+        let (done_tx, done_rx, back_tx, back_rx) = item_channels::<W::Item>(n);
         if let Some(w) = &self.watch
             && let Ok(mut s) = w.0.lock()
         {
@@ -609,16 +606,7 @@ impl Parallel {
         }
         // Emptied position lists, back to the reader.
         let (spare_tx, spare_rx) = sync_channel::<Lists>(QUEUE * n + n);
-        // Workers' items and progress, to the combiner.
-        let (done_tx, done_rx) = sync_channel::<Done<W::Item>>(QUEUE * n);
-        // Emptied item lists, back to each worker.
-        let mut items_back_tx = Vec::with_capacity(n);
-        let mut items_back_rx = Vec::with_capacity(n);
-        for _ in 0..n {
-            let (tx, rx) = sync_channel::<Vec<(u64, W::Item)>>(QUEUE + 1);
-            items_back_tx.push(tx);
-            items_back_rx.push(rx);
-        }
+        let (done_tx, done_rx, items_back_tx, items_back_rx) = item_channels::<W::Item>(n);
         let deal = Deal {
             distribution: self.distribution.clone(),
             table: share_table(n, self.reader_share),
@@ -682,15 +670,7 @@ impl Parallel {
             };
             workers.push(w);
             stats.workers.push(s);
-            for h in handles {
-                match h.join() {
-                    Ok((w, s)) => {
-                        workers.push(w);
-                        stats.workers.push(s);
-                    }
-                    Err(_) => return Err(Error::unsupported("a worker thread panicked")),
-                }
-            }
+            join_workers(handles, &mut workers, &mut stats)?;
             let worker_error = shared.worker_error.lock().ok().and_then(|mut e| e.take());
             Ok(Finished {
                 workers,
@@ -715,10 +695,7 @@ impl Parallel {
     {
         let n = self.workers;
         let shared = Shared::new(self.stop.clone().unwrap_or_default());
-        let (done_tx, done_rx) = sync_channel::<Done<W::Item>>(QUEUE * n);
-        let (back_tx, back_rx): (Vec<_>, Vec<_>) = (0..n)
-            .map(|_| sync_channel::<Vec<(u64, W::Item)>>(QUEUE + 1))
-            .unzip();
+        let (done_tx, done_rx, back_tx, back_rx) = item_channels::<W::Item>(n);
         let generation = generation_of(source);
         let ahead = source.input_mut().and_then(|i| {
             let file = i.read_ahead_file()?;
@@ -744,7 +721,6 @@ impl Parallel {
             ended: false,
             error: None,
             ticket: 0,
-            fed: false,
         });
         let next_turn = std::sync::Condvar::new();
         let claims = AtomicU64::new(0);
@@ -777,15 +753,7 @@ impl Parallel {
                 ..RunStats::default()
             };
             let mut workers = Vec::with_capacity(n);
-            for h in handles {
-                match h.join() {
-                    Ok((w, s)) => {
-                        workers.push(w);
-                        stats.workers.push(s);
-                    }
-                    Err(_) => return Err(Error::unsupported("a worker thread panicked")),
-                }
-            }
+            join_workers(handles, &mut workers, &mut stats)?;
             let (read_error, packets) = match turns.lock() {
                 Ok(mut t) => (t.error.take(), t.seq),
                 Err(_) => return Err(Error::unsupported("a worker thread panicked")),
@@ -799,6 +767,40 @@ impl Parallel {
             })
         })
     }
+}
+
+/// Workers' items and progress to the combiner, and each worker's emptied item lists
+/// coming back: (to the combiner, the combiner's end, back per worker, each worker's end).
+#[allow(clippy::type_complexity)]
+fn item_channels<T>(
+    n: usize,
+) -> (
+    SyncSender<Done<T>>,
+    Receiver<Done<T>>,
+    Vec<SyncSender<Vec<(u64, T)>>>,
+    Vec<Receiver<Vec<(u64, T)>>>,
+) {
+    let (done_tx, done_rx) = sync_channel::<Done<T>>(QUEUE * n);
+    let (back_tx, back_rx) = (0..n)
+        .map(|_| sync_channel::<Vec<(u64, T)>>(QUEUE + 1))
+        .unzip();
+    (done_tx, done_rx, back_tx, back_rx)
+}
+
+/// Joins worker threads, in order, into `workers` and `stats`.
+fn join_workers<W>(
+    handles: Vec<std::thread::ScopedJoinHandle<'_, (W, WorkerStats)>>,
+    workers: &mut Vec<W>,
+    stats: &mut RunStats,
+) -> Result<(), Error> {
+    for h in handles {
+        let (w, s) = h
+            .join()
+            .map_err(|_| Error::unsupported("a worker thread panicked"))?;
+        workers.push(w);
+        stats.workers.push(s);
+    }
+    Ok(())
 }
 
 /// Buckets of the weighted choice of a worker: a flow hash (or a packet number, round
@@ -958,6 +960,71 @@ struct Slot {
 /// In [`Slot::opt_len`]: the options are big-endian.
 const BIG_ENDIAN: u32 = 1 << 31;
 
+/// [`Slot::opt_len`] for `len` bytes of options in `order`.
+fn options_field(len: usize, order: ByteOrder) -> u32 {
+    len as u32
+        | if order == ByteOrder::Big {
+            BIG_ENDIAN
+        } else {
+            0
+        }
+}
+
+/// What a reader keeps of a packet lent from its input's window, taken while it is lent
+/// (the packet in hand, not the record stored behind it, which would be read back in
+/// pieces): the addresses and lengths of its bytes and options, and its metadata.
+#[derive(Clone, Copy)]
+struct Lent {
+    data: (usize, usize),
+    options: Option<(usize, usize, ByteOrder)>,
+    meta: Meta,
+}
+
+impl Lent {
+    #[inline]
+    fn of(p: &Packet<'_>) -> Lent {
+        Lent {
+            data: (p.data().as_ptr() as usize, p.data().len()),
+            options: p
+                .options()
+                .map(|o| (o.bytes().as_ptr() as usize, o.bytes().len(), o.byte_order())),
+            meta: *p.meta(),
+        }
+    }
+
+    /// Packet `seq`'s slot in the input's current window; `None` when it was lent from
+    /// elsewhere ([`outside_window`]).
+    #[inline]
+    fn slot(&self, input: &tracekit_io::Input, seq: u64) -> Option<Slot> {
+        let start = input.window_offset(self.data.0, self.data.1)?;
+        let (opt_start, opt_len) = match self.options {
+            Some((addr, len, order)) => (
+                input.window_offset(addr, len).unwrap_or(0) as u32,
+                options_field(len, order),
+            ),
+            None => (0, 0),
+        };
+        Some(Slot {
+            seq,
+            start: start as u32,
+            len: self.data.1 as u32,
+            opt_start,
+            opt_len,
+            meta: self.meta,
+        })
+    }
+}
+
+/// A source that offers its buffers must lend every packet from them; one that does not
+/// is refused at packet `seq` rather than losing the packet.
+#[cold]
+fn outside_window(seq: u64) -> Error {
+    Error::unsupported(
+        "this source lent a packet from outside the buffer it shares with the workers (read it with one thread)",
+    )
+    .with_packet(seq + 1)
+}
+
 impl Slot {
     /// The packet in `block`.
     #[inline]
@@ -1114,15 +1181,11 @@ fn read_and_deal<W: Worker>(
                     own.packet(p, seq, shared.limit.load(Ordering::Relaxed), shared);
                     None
                 } else {
-                    let data = (p.data().as_ptr() as usize, p.data().len());
-                    let options = p
-                        .options()
-                        .map(|o| (o.bytes().as_ptr() as usize, o.bytes().len(), o.byte_order()));
                     if !sharing {
                         let slot = copy.add(p, &mut dealer, seq);
                         dealer.pending[w].slots.push(slot);
                     }
-                    Some((w, data, options, *p.meta()))
+                    Some((w, Lent::of(p)))
                 }
             }
             Ok(None) => break,
@@ -1143,50 +1206,14 @@ fn read_and_deal<W: Worker>(
                 generation = g;
             }
         }
-        let start = match dealt {
-            Some((_, data, ..)) if sharing => match source
-                .input_mut()
-                .and_then(|i| i.window_offset(data.0, data.1))
-            {
-                Some(start) => Some(start),
+        if sharing && let Some((w, lent)) = dealt {
+            match source.input_mut().and_then(|i| lent.slot(i, seq)) {
+                Some(slot) => dealer.pending[w].slots.push(slot),
                 None => {
-                    // A source that offers its buffers must lend every packet from them;
-                    // one that does not is refused here rather than losing the packet.
-                    error = Some(
-                        Error::unsupported(
-                            "this source lent a packet from outside the buffer it shares with the workers (read it with one thread)",
-                        )
-                        .with_packet(seq + 1),
-                    );
+                    error = Some(outside_window(seq));
                     break;
                 }
-            },
-            _ => None,
-        };
-        if let Some(start) = start
-            && let Some((w, data, options, meta)) = dealt
-            && let Some(input) = source.input_mut()
-        {
-            let (opt_start, opt_len) = match options {
-                Some((addr, len, order)) => (
-                    input.window_offset(addr, len).unwrap_or(0) as u32,
-                    len as u32
-                        | if order == ByteOrder::Big {
-                            BIG_ENDIAN
-                        } else {
-                            0
-                        },
-                ),
-                None => (0, 0),
-            };
-            dealer.pending[w].slots.push(Slot {
-                seq,
-                start: start as u32,
-                len: data.1 as u32,
-                opt_start,
-                opt_len,
-                meta,
-            });
+            }
         }
         seq += 1;
         // With each buffer dealt (or every so many items), worker 0's items and progress
@@ -1260,8 +1287,6 @@ struct Turns<'s> {
     /// The number of the next turn: turns are taken in the order their numbers were
     /// claimed ([`Ahead`]).
     ticket: u64,
-    /// The last turn started with bytes read ahead.
-    fed: bool,
 }
 
 /// A turn over an uncompressed file starts with the file's next bytes, which the worker
@@ -1342,6 +1367,8 @@ struct Turn {
     end_seq: u64,
     /// The input is done: after this turn's packets and ticks, the worker finishes.
     last: bool,
+    /// The turn started with bytes this worker read ahead.
+    fed: bool,
 }
 
 impl Turns<'_> {
@@ -1365,12 +1392,13 @@ impl Turns<'_> {
                 block: None,
                 end_seq: self.seq,
                 last: true,
+                fed: false,
             };
         }
         std::mem::swap(&mut lists.slots, &mut self.carried);
         self.carried.clear();
         if shared.stop.load(Ordering::Relaxed) || shared.halt.load(Ordering::Relaxed) {
-            return self.end(lists);
+            return self.end(lists, false);
         }
         // An uncompressed file is read by the worker whose turn it is: the turn ends just
         // before the buffer runs out (unless the file does), so that the next worker
@@ -1415,89 +1443,39 @@ impl Turns<'_> {
             // Not usable: the window was not left where the chunk starts.
             *spare = Some(c.buf);
         }
-        self.fed = fed;
-        let mut read = 0u64;
         loop {
-            if plain
-                && read > 0
-                && let Some(input) = self.source.input_mut()
-                && input.available().len() < TURN_TAIL
-                && input
-                    .size_hint()
-                    .is_some_and(|size| input.position() + (input.available().len() as u64) < size)
-            {
-                // The unread tail goes to the front of a fresh buffer; this buffer is this
-                // worker's to keep once processed.
-                let block = input.hand_over_current();
-                self.generation = input.generation();
-                self.refill = true;
-                return self.checked(block, lists, self.seq, false);
-            }
-            read += 1;
-            let next = self.source.next_packet();
-            let (data, options, meta) = match next {
-                Ok(Some(ref p)) => {
-                    let data = (p.data().as_ptr() as usize, p.data().len());
-                    let options = p
-                        .options()
-                        .map(|o| (o.bytes().as_ptr() as usize, o.bytes().len(), o.byte_order()));
-                    (data, options, *p.meta())
-                }
-                Ok(None) => return self.end(lists),
+            let lent = match self.source.next_packet() {
+                Ok(Some(ref p)) => Lent::of(p),
+                Ok(None) => return self.end(lists, fed),
                 Err(e) => {
                     self.error = Some(e);
-                    return self.end(lists);
+                    return self.end(lists, fed);
                 }
             };
             let seq = self.seq;
             self.seq += 1;
-            let g = generation_of(self.source);
             // Before this packet: where its ticks go depends on whose turn it is.
             let mut found = None;
-            self.ticker.before(seq, meta.ts, |run| found = Some(run));
+            self.ticker
+                .before(seq, lent.meta.ts, |run| found = Some(run));
             let Some(input) = self.source.input_mut() else {
-                self.error = Some(Error::unsupported("the source stopped sharing its buffers"));
-                return self.end(lists);
+                self.error = Some(outside_window(seq));
+                return self.end(lists, fed);
             };
-            let Some(start) = input.window_offset(data.0, data.1) else {
-                self.error = Some(
-                    Error::unsupported(
-                        "this source lent a packet from outside the buffer it shares with the workers (read it with one thread)",
-                    )
-                    .with_packet(seq + 1),
-                );
-                return self.end(lists);
+            let Some(slot) = lent.slot(input, seq) else {
+                self.error = Some(outside_window(seq));
+                return self.end(lists, fed);
             };
-            let (opt_start, opt_len) = match options {
-                Some((addr, len, order)) => (
-                    input.window_offset(addr, len).unwrap_or(0) as u32,
-                    len as u32
-                        | if order == ByteOrder::Big {
-                            BIG_ENDIAN
-                        } else {
-                            0
-                        },
-                ),
-                None => (0, 0),
-            };
-            let slot = Slot {
-                seq,
-                start: start as u32,
-                len: data.1 as u32,
-                opt_start,
-                opt_len,
-                meta,
-            };
-            if g != self.generation {
+            if input.generation() != self.generation {
                 // The buffer is done: its packets are this turn's; this one and its
                 // ticks are the next turn's (every worker owes them).
                 let block = input.take_retired(self.generation);
-                self.generation = g;
+                self.generation = input.generation();
                 if let Some(run) = found {
                     self.owed.iter_mut().for_each(|o| o.push(run));
                 }
                 self.carried.push(slot);
-                return self.checked(block, lists, seq, false);
+                return self.checked(block, lists, seq, false, fed);
             }
             if let Some(run) = found {
                 lists.ticks.push((lists.slots.len(), run));
@@ -1508,11 +1486,24 @@ impl Turns<'_> {
                 }
             }
             lists.slots.push(slot);
+            if plain
+                && input.available().len() < TURN_TAIL
+                && input
+                    .size_hint()
+                    .is_some_and(|size| input.position() + (input.available().len() as u64) < size)
+            {
+                // The unread tail goes to the front of a fresh buffer; this buffer is this
+                // worker's to keep once processed.
+                let block = input.hand_over_current();
+                self.generation = input.generation();
+                self.refill = true;
+                return self.checked(block, lists, self.seq, false, fed);
+            }
         }
     }
 
     /// The input ended: the turn gets the last buffer with what is read of it.
-    fn end(&mut self, lists: &mut Lists) -> Turn {
+    fn end(&mut self, lists: &mut Lists, fed: bool) -> Turn {
         self.ended = true;
         let input = self.source.input_mut();
         let block = input.and_then(|i| {
@@ -1522,7 +1513,7 @@ impl Turns<'_> {
                 i.share_current()
             }
         });
-        self.checked(block, lists, self.seq, true)
+        self.checked(block, lists, self.seq, true, fed)
     }
 
     /// A turn with `block`, unless packets were read into a buffer the input did not
@@ -1533,6 +1524,7 @@ impl Turns<'_> {
         lists: &mut Lists,
         end_seq: u64,
         last: bool,
+        fed: bool,
     ) -> Turn {
         if block.is_none()
             && let Some(first) = lists.slots.first()
@@ -1549,12 +1541,14 @@ impl Turns<'_> {
                 block: None,
                 end_seq: seq,
                 last: true,
+                fed,
             };
         }
         Turn {
             block,
             end_seq,
             last,
+            fed,
         }
     }
 }
@@ -1604,7 +1598,7 @@ fn take_turns<W: Worker>(
         }
         running.stats.idle += waited.elapsed();
         let turn = t.take(running.index, &mut lists, &mut spare, chunk, shared);
-        running.stats.read_ahead += u64::from(std::mem::take(&mut t.fed));
+        running.stats.read_ahead += u64::from(turn.fed);
         t.ticket += 1;
         drop(t);
         at.next_turn.notify_all();
@@ -1806,12 +1800,7 @@ impl CopyBlocks {
         };
         if let Some((bytes, order)) = options {
             slot.opt_start = self.block.len() as u32;
-            slot.opt_len = bytes.len() as u32
-                | if order == ByteOrder::Big {
-                    BIG_ENDIAN
-                } else {
-                    0
-                };
+            slot.opt_len = options_field(bytes.len(), order);
             self.block.extend_from_slice(bytes);
         }
         slot
