@@ -7,38 +7,40 @@ use crate::{Anomaly, Decoded, dhcp, dns, gtp, http, ip_proto, ntp, quic};
 impl<'a> Decoded<'a> {
     /// What is wrong with the DNS message this packet carries, if it carries one.
     pub(crate) fn dns_damage(&self) -> Option<Anomaly> {
-        let (sp, dp) = (self.src_port()?, self.dst_port()?);
-        let payload = self.payload()?;
-        let cut = self
-            .payload_wire_len()
-            .is_some_and(|len| len as usize > payload.len());
-        dns::damage_in_transport(self.net().proto, sp, dp, payload, cut)
+        let (proto, sp, dp) = self.proto_ports()?;
+        dns::damage_in_transport(proto, sp, dp, || {
+            let payload = self.payload()?;
+            let cut = self
+                .payload_wire_len()
+                .is_some_and(|len| len as usize > payload.len());
+            Some((payload, cut))
+        })
     }
 
     /// The DNS message, for UDP port 53 (and mDNS 5353, LLMNR 5355) on either side and
     /// TCP port 53 segments that start a message.
     pub fn dns(&self) -> Option<dns::Message<'a>> {
-        let (sp, dp) = (self.src_port()?, self.dst_port()?);
-        dns::in_transport(self.net().proto, sp, dp, self.payload()?)
+        let (proto, sp, dp) = self.proto_ports()?;
+        dns::in_transport(proto, sp, dp, || self.payload())
     }
 
     /// The HTTP/1.x head that starts a TCP payload (any port: recognised by its start
     /// line) or an SSDP datagram: see [`http`].
     pub fn http(&self) -> Option<http::Head<'a>> {
-        let (sp, dp) = (self.src_port()?, self.dst_port()?);
-        http::in_transport(self.net().proto, sp, dp, self.payload()?)
+        let (proto, sp, dp) = self.proto_ports()?;
+        http::in_transport(proto, sp, dp, self.payload()?)
     }
 
     /// The NTP header of a UDP datagram to or from port 123 (see [`ntp`]).
     pub fn ntp(&self) -> Option<ntp::NtpHeader<'a>> {
-        let (sp, dp) = (self.src_port()?, self.dst_port()?);
-        ntp::in_transport(self.net().proto, sp, dp, self.payload()?)
+        let (proto, sp, dp) = self.proto_ports()?;
+        ntp::in_transport(proto, sp, dp, || self.payload())
     }
 
     /// The DHCP/BOOTP message of a UDP datagram on ports 67, 68 or 4011 (see [`dhcp`]).
     pub fn dhcp(&self) -> Option<dhcp::DhcpMessage<'a>> {
-        let (sp, dp) = (self.src_port()?, self.dst_port()?);
-        dhcp::in_transport(self.net().proto, sp, dp, self.payload()?)
+        let (proto, sp, dp) = self.proto_ports()?;
+        dhcp::in_transport(proto, sp, dp, || self.payload())
     }
 
     /// The QUIC long-header packets a UDP datagram starts with (any port: recognised by
@@ -56,7 +58,7 @@ impl<'a> Decoded<'a> {
 
     /// The GTPv1 header of a UDP datagram on ports 2123 or 2152 (see [`gtp`]).
     pub fn gtp(&self) -> Option<gtp::GtpHeader<'a>> {
-        let (sp, dp) = (self.src_port()?, self.dst_port()?);
-        gtp::in_transport(self.net().proto, sp, dp, self.payload()?)
+        let (proto, sp, dp) = self.proto_ports()?;
+        gtp::in_transport(proto, sp, dp, || self.payload())
     }
 }

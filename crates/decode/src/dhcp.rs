@@ -136,9 +136,14 @@ impl<'a> Iterator for DhcpOptions<'a> {
 }
 
 /// The DHCP message a UDP datagram on a DHCP port carries.
-pub(crate) fn in_transport(proto: u8, sp: u16, dp: u16, payload: &[u8]) -> Option<DhcpMessage<'_>> {
+pub(crate) fn in_transport<'a>(
+    proto: u8,
+    sp: u16,
+    dp: u16,
+    payload: impl FnOnce() -> Option<&'a [u8]>,
+) -> Option<DhcpMessage<'a>> {
     let port = UDP_PORTS.iter().any(|p| *p == sp || *p == dp);
     (proto == ip_proto::UDP && port)
-        .then(|| DhcpMessage::new_checked(payload))
+        .then(|| DhcpMessage::new_checked(payload()?))
         .flatten()
 }

@@ -60,13 +60,20 @@ pub const TCP_PORT: u16 = 53;
 /// The length prefix of a DNS message over TCP.
 const TCP_LENGTH_LEN: usize = 2;
 
-/// The DNS message a transport `payload` carries, if protocol `proto` between ports
+/// The DNS message a transport payload carries, if protocol `proto` between ports
 /// `sp` and `dp` is DNS: UDP on any of [`UDP_PORTS`], or a TCP segment on [`TCP_PORT`]
-/// that starts a message.
-pub(crate) fn in_transport(proto: u8, sp: u16, dp: u16, payload: &[u8]) -> Option<Message<'_>> {
+/// that starts a message. `payload` is only asked for then (most packets are not DNS,
+/// and finding a payload's end costs more than comparing ports).
+pub(crate) fn in_transport<'a>(
+    proto: u8,
+    sp: u16,
+    dp: u16,
+    payload: impl FnOnce() -> Option<&'a [u8]>,
+) -> Option<Message<'a>> {
     match proto {
-        ip_proto::UDP if UDP_PORTS.iter().any(|p| *p == sp || *p == dp) => Message::new(payload),
+        ip_proto::UDP if UDP_PORTS.iter().any(|p| *p == sp || *p == dp) => Message::new(payload()?),
         ip_proto::TCP if sp == TCP_PORT || dp == TCP_PORT => {
+            let payload = payload()?;
             let len = usize::from(be16(payload, 0)?);
             let body = payload.get(TCP_LENGTH_LEN..)?;
             (len >= Message::HEADER_LEN).then_some(())?;
@@ -79,29 +86,37 @@ pub(crate) fn in_transport(proto: u8, sp: u16, dp: u16, payload: &[u8]) -> Optio
 /// What is wrong with the DNS message a transport payload carries (see
 /// [`in_transport`]), for the decoder's anomalies: `None` when it is not DNS, is whole,
 /// or cannot be judged (a TCP segment that is not exactly one length-prefixed message
-/// may be part of a longer one). `cut` says the capture kept less of the payload than
-/// the packet had, so that running into its end is a truncation.
-pub(crate) fn damage_in_transport(
+/// may be part of a longer one). `payload_cut` gives the payload, and whether the
+/// capture kept less of it than the packet had (so that running into its end is a
+/// truncation); it is only asked for when the ports are DNS's.
+pub(crate) fn damage_in_transport<'a>(
     proto: u8,
     sp: u16,
     dp: u16,
-    payload: &[u8],
-    cut: bool,
+    payload_cut: impl FnOnce() -> Option<(&'a [u8], bool)>,
 ) -> Option<Anomaly> {
+    let dns_ports = match proto {
+        ip_proto::UDP => UDP_PORTS.iter().any(|p| *p == sp || *p == dp),
+        ip_proto::TCP => sp == TCP_PORT || dp == TCP_PORT,
+        _ => false,
+    };
+    if !dns_ports {
+        return None;
+    }
+    let (payload, cut) = payload_cut()?;
     let message = match proto {
-        ip_proto::UDP if UDP_PORTS.iter().any(|p| *p == sp || *p == dp) => {
+        ip_proto::UDP => {
             // An empty datagram is no message at all (tshark does not call it DNS).
             if payload.is_empty() {
                 return None;
             }
             payload
         }
-        ip_proto::TCP if sp == TCP_PORT || dp == TCP_PORT => {
+        _ => {
             let len = usize::from(be16(payload, 0)?);
             let body = payload.get(TCP_LENGTH_LEN..)?;
             (body.len() == len).then_some(body)?
         }
-        _ => return None,
     };
     let error = match Message::new(message) {
         Some(m) => m.check().err()?,

@@ -56,9 +56,14 @@ impl<'a> GtpHeader<'a> {
 }
 
 /// The GTPv1 header a UDP datagram on a GTP port carries.
-pub(crate) fn in_transport(proto: u8, sp: u16, dp: u16, payload: &[u8]) -> Option<GtpHeader<'_>> {
+pub(crate) fn in_transport<'a>(
+    proto: u8,
+    sp: u16,
+    dp: u16,
+    payload: impl FnOnce() -> Option<&'a [u8]>,
+) -> Option<GtpHeader<'a>> {
     let port = UDP_PORTS.iter().any(|p| *p == sp || *p == dp);
     (proto == ip_proto::UDP && port)
-        .then(|| GtpHeader::new_checked(payload))
+        .then(|| GtpHeader::new_checked(payload()?))
         .flatten()
 }

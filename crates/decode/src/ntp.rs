@@ -73,8 +73,13 @@ impl<'a> NtpHeader<'a> {
 }
 
 /// The NTP header a UDP datagram to or from port 123 carries.
-pub(crate) fn in_transport(proto: u8, sp: u16, dp: u16, payload: &[u8]) -> Option<NtpHeader<'_>> {
+pub(crate) fn in_transport<'a>(
+    proto: u8,
+    sp: u16,
+    dp: u16,
+    payload: impl FnOnce() -> Option<&'a [u8]>,
+) -> Option<NtpHeader<'a>> {
     (proto == ip_proto::UDP && (sp == PORT || dp == PORT))
-        .then(|| NtpHeader::new_checked(payload))
+        .then(|| NtpHeader::new_checked(payload()?))
         .flatten()
 }

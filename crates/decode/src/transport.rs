@@ -326,6 +326,14 @@ impl<'a> Decoded<'a> {
         port(&n, b, DST_PORT)
     }
 
+    /// IP protocol, source and destination port (TCP, UDP, SCTP) from one look at the
+    /// memo, for the application accessors that choose by port.
+    #[inline]
+    pub(crate) fn proto_ports(&self) -> Option<(u8, u16, u16)> {
+        let (n, b) = self.l4()?;
+        Some((n.proto, port(&n, b, SRC_PORT)?, port(&n, b, DST_PORT)?))
+    }
+
     pub(crate) fn payload_range(&self) -> Option<(usize, usize)> {
         let (n, b) = self.l4()?;
         self.noting(|an| payload_range(&n, b, an))
