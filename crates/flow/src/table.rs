@@ -514,6 +514,9 @@ pub struct FlowTable {
     /// to the back, which touches the neighbours' links (8 bytes each in a compact
     /// array, not a cache line of each neighbour's slot).
     links: Vec<Links>,
+    /// Each slot's key hash, apart from the slots for the same reason: growing the index
+    /// rehashes every flow, which would otherwise read every slot.
+    hashes: Vec<u64>,
     free: Vec<u32>,
     /// Live flows, least recently used first.
     order: Order,
@@ -534,6 +537,7 @@ impl FlowTable {
             map: HashTable::new(),
             slots: Vec::new(),
             links: Vec::new(),
+            hashes: Vec::new(),
             free: Vec::new(),
             order: Order::EMPTY,
             now: 0,
@@ -564,15 +568,16 @@ impl FlowTable {
 
     /// The live flow with this key, if any.
     pub fn get(&self, key: &FlowKey) -> Option<&FlowRecord> {
-        self.find(key).map(|i| &self.slots[i as usize].record)
+        self.find(key, hash(key))
+            .map(|i| &self.slots[i as usize].record)
     }
 
-    /// The slot of the live flow with this key.
+    /// The slot of the live flow with this key, whose hash is `h`.
     #[inline]
-    fn find(&self, key: &FlowKey) -> Option<u32> {
+    fn find(&self, key: &FlowKey, h: u64) -> Option<u32> {
         let slots = &self.slots;
         self.map
-            .find(hash(key), |&i| slots[i as usize].record.key == *key)
+            .find(h, |&i| slots[i as usize].record.key == *key)
             .copied()
     }
 
@@ -630,9 +635,10 @@ impl FlowTable {
         let tcp = v.tcp();
         let flags = tcp.map_or(0, |t| t.flag_byte());
         let syn_only = flags & (TCP_SYN | TCP_ACK) == TCP_SYN;
-        let mut idx = match self.find(&key) {
+        let h = hash(&key);
+        let mut idx = match self.find(&key, h) {
             Some(i) => i,
-            None => self.create(key, side, flags, ts, emit),
+            None => self.create(key, h, side, flags, ts, emit),
         };
         // A SYN whose sequence number differs from the first one its side sent starts a
         // new connection on the same 5-tuple (as tshark starts a new TCP stream).
@@ -641,7 +647,7 @@ impl FlowTable {
             if base.is_some() && base != tcp.map(|t| t.seq_number()) {
                 self.stats.reused += 1;
                 self.end(idx, EndReason::Reused, emit);
-                idx = self.create(key, side, flags, ts, emit);
+                idx = self.create(key, h, side, flags, ts, emit);
             }
         }
         if self.config.active_timeout_ns > 0 {
@@ -650,7 +656,7 @@ impl FlowTable {
                 let (originator, tcp_seen) = (slot.record.originator, slot.record.tcp_seen);
                 self.stats.active += 1;
                 self.end(idx, EndReason::Active, emit);
-                idx = self.create(key, originator, 0, ts, emit);
+                idx = self.create(key, h, originator, 0, ts, emit);
                 // The TCP state goes on; the history starts again.
                 self.slots[idx as usize].record.tcp_seen = tcp_seen;
             }
@@ -752,9 +758,11 @@ impl FlowTable {
         }
     }
 
+    /// Starts a flow for `key`, whose hash is `h`, in a free slot.
     fn create(
         &mut self,
         key: FlowKey,
+        h: u64,
         sender: Side,
         flags: u8,
         ts: Timestamp,
@@ -786,17 +794,18 @@ impl FlowTable {
         let idx = match self.free.pop() {
             Some(i) => {
                 self.slots[i as usize] = slot;
+                self.hashes[i as usize] = h;
                 i
             }
             None => {
                 self.slots.push(slot);
                 self.links.push(Links::NONE);
+                self.hashes.push(h);
                 (self.slots.len() - 1) as u32
             }
         };
-        let slots = &self.slots;
-        self.map
-            .insert_unique(hash(&key), idx, |&i| hash(&slots[i as usize].record.key));
+        let hashes = &self.hashes;
+        self.map.insert_unique(h, idx, |&i| hashes[i as usize]);
         self.stats.peak = self.stats.peak.max(self.map.len());
         self.order.push_back(&mut self.links, idx);
         idx
@@ -807,7 +816,9 @@ impl FlowTable {
         let slot = &mut self.slots[idx as usize];
         slot.live = false;
         slot.record.end = reason;
-        let found = self.map.find_entry(hash(&slot.record.key), |&i| i == idx);
+        let found = self
+            .map
+            .find_entry(self.hashes[idx as usize], |&i| i == idx);
         debug_assert!(found.is_ok(), "a live flow's slot is in the index");
         if let Ok(entry) = found {
             entry.remove();
