@@ -2,6 +2,7 @@
 //! conn.log or tshark's conversation tables.
 
 use std::io::Write;
+use std::net::IpAddr;
 
 use anyhow::{Result, bail};
 use clap::Args;
@@ -99,11 +100,11 @@ enum Format {
 }
 
 #[derive(Serialize)]
-struct FlowJson {
-    proto: String,
-    src_addr: String,
+struct FlowJson<'a> {
+    proto: Proto,
+    src_addr: IpAddr,
     src_port: u16,
-    dst_addr: String,
+    dst_addr: IpAddr,
     dst_port: u16,
     packets: u64,
     bytes: u64,
@@ -117,12 +118,36 @@ struct FlowJson {
     last_ts_ns: u64,
     state: &'static str,
     tcp_state: Option<&'static str>,
-    history: String,
+    history: &'a str,
     vlan: Option<u16>,
     tunnel_level: u8,
     fragments: u64,
     truncated: u64,
     end: &'static str,
+}
+
+/// An IP protocol as the output spells it: a name for the common ones, else the number
+/// (a string in JSON either way).
+#[derive(Clone, Copy)]
+struct Proto(u8);
+
+impl std::fmt::Display for Proto {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0 {
+            6 => f.write_str("tcp"),
+            17 => f.write_str("udp"),
+            1 => f.write_str("icmp"),
+            58 => f.write_str("icmpv6"),
+            132 => f.write_str("sctp"),
+            n => write!(f, "{n}"),
+        }
+    }
+}
+
+impl Serialize for Proto {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
 }
 
 const COLUMNS: [&str; 23] = [
@@ -151,25 +176,13 @@ const COLUMNS: [&str; 23] = [
     "end",
 ];
 
-/// The protocol's name as the JSON output spells it.
-pub fn proto_name(p: u8) -> String {
-    match p {
-        6 => "tcp".into(),
-        17 => "udp".into(),
-        1 => "icmp".into(),
-        58 => "icmpv6".into(),
-        132 => "sctp".into(),
-        n => n.to_string(),
-    }
-}
-
-fn to_json(r: &FlowRecord) -> FlowJson {
+fn to_json(r: &FlowRecord) -> FlowJson<'_> {
     let (src, dst) = (r.src(), r.dst());
     FlowJson {
-        proto: proto_name(r.protocol()),
-        src_addr: src.addr.to_string(),
+        proto: Proto(r.protocol()),
+        src_addr: src.addr,
         src_port: src.port,
-        dst_addr: dst.addr.to_string(),
+        dst_addr: dst.addr,
         dst_port: dst.port,
         packets: r.packets(),
         bytes: r.wire_bytes(),
@@ -183,12 +196,54 @@ fn to_json(r: &FlowRecord) -> FlowJson {
         last_ts_ns: r.last.as_unix_nanos(),
         state: r.conn_state(),
         tcp_state: r.tcp_state().map(|s| s.name()),
-        history: r.history.to_string(),
+        history: r.history.as_str(),
         vlan: r.key.vlan(),
         tunnel_level: r.key.tunnel_level(),
         fragments: r.fragments,
         truncated: r.truncated,
         end: r.end.name(),
+    }
+}
+
+/// An optional value as a delimited column: empty when absent.
+struct Optional<T>(Option<T>);
+
+impl<T: std::fmt::Display> std::fmt::Display for Optional<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.0 {
+            Some(v) => v.fmt(f),
+            None => Ok(()),
+        }
+    }
+}
+
+const SPACES: &[u8; 64] = b"                                                                ";
+
+/// Writes `v` in `width` columns, right-aligned or left-aligned, as `{:>width$}` and
+/// `{:<width$}` do, with the padding written as one slice and no allocation: std's
+/// padding writes its fill a character at a time (with `to_string` for the endpoints,
+/// formatting took a third of `tracekit flows`' time on 30,000 flows). Every value
+/// written here is ASCII, so bytes are columns.
+fn aligned(
+    out: &mut (impl Write + ?Sized),
+    v: impl std::fmt::Display,
+    width: usize,
+    right: bool,
+) -> std::io::Result<()> {
+    let mut buf = [0u8; 64];
+    let mut text = std::io::Cursor::new(&mut buf[..]);
+    if write!(text, "{v}").is_err() {
+        // Longer than any column: unpadded, as std would leave it.
+        return write!(out, "{v}");
+    }
+    let len = text.position() as usize;
+    let pad = &SPACES[..width.saturating_sub(len).min(SPACES.len())];
+    if right {
+        out.write_all(pad)?;
+        out.write_all(&buf[..len])
+    } else {
+        out.write_all(&buf[..len])?;
+        out.write_all(pad)
     }
 }
 
@@ -209,28 +264,34 @@ fn write_record(
     format: Format,
     r: &FlowRecord,
 ) -> std::io::Result<()> {
-    let j = to_json(r);
     match format {
         Format::Json => {
-            serde_json::to_writer(&mut *out, &j)?;
+            serde_json::to_writer(&mut *out, &to_json(r))?;
             writeln!(out)
         }
-        Format::Text => writeln!(
-            out,
-            "{:<6} {:>41} -> {:<41} {:>8} {:>12} {:>8} {:>8} {:<8} {}",
-            j.proto,
-            r.src().to_string(),
-            r.dst().to_string(),
-            j.packets,
-            j.bytes,
-            j.payload_ab,
-            j.payload_ba,
-            j.state,
-            j.history
-        ),
+        Format::Text => {
+            aligned(out, Proto(r.protocol()), 6, false)?;
+            out.write_all(b" ")?;
+            aligned(out, r.src(), 41, true)?;
+            out.write_all(b" -> ")?;
+            aligned(out, r.dst(), 41, false)?;
+            out.write_all(b" ")?;
+            aligned(out, r.packets(), 8, true)?;
+            out.write_all(b" ")?;
+            aligned(out, r.wire_bytes(), 12, true)?;
+            out.write_all(b" ")?;
+            aligned(out, r.orig.payload_bytes, 8, true)?;
+            out.write_all(b" ")?;
+            aligned(out, r.resp.payload_bytes, 8, true)?;
+            out.write_all(b" ")?;
+            aligned(out, r.conn_state(), 8, false)?;
+            out.write_all(b" ")?;
+            out.write_all(r.history.as_str().as_bytes())?;
+            out.write_all(b"\n")
+        }
         Format::Delimited(sep) => {
+            let j = to_json(r);
             let sep = sep as char;
-            let opt = |v: Option<String>| v.unwrap_or_default();
             writeln!(
                 out,
                 "{}{sep}{}{sep}{}{sep}{}{sep}{}{sep}{}{sep}{}{sep}{}{sep}{}{sep}{}{sep}{}{sep}{}{sep}{}{sep}{}{sep}{}{sep}{}{sep}{}{sep}{}{sep}{}{sep}{}{sep}{}{sep}{}{sep}{}",
@@ -250,9 +311,9 @@ fn write_record(
                 j.first_ts_ns,
                 j.last_ts_ns,
                 j.state,
-                opt(j.tcp_state.map(str::to_string)),
+                j.tcp_state.unwrap_or_default(),
                 j.history,
-                opt(j.vlan.map(|v| v.to_string())),
+                Optional(j.vlan),
                 j.tunnel_level,
                 j.fragments,
                 j.truncated,

@@ -470,6 +470,66 @@ fn csv_and_tsv_carry_the_json_values() {
     assert_eq!(tcp["src_port"], 40354);
 }
 
+/// The text table: one aligned line per JSON record, in its columns (protocol, endpoints
+/// with IPv4 and IPv6 addresses, counts, state, history), under the header's widths.
+#[test]
+fn the_text_table_aligns_the_json_values() {
+    for name in [
+        "zeek__tunnels__vxlan-encapsulated-http.pcap",
+        "zeek__tunnels__gre-pptp.pcap",
+        "zeek__ipv6-hbh-routing0.pcap",
+        "zeek__tunnels__Teredo.pcap",
+    ] {
+        let path = corpus(name);
+        if !path.exists() {
+            panic!("corpus file {name} is missing");
+        }
+        let json = tracekit()
+            .args(["flows", "--json"])
+            .arg(&path)
+            .output()
+            .unwrap();
+        let records: Vec<serde_json::Value> = String::from_utf8_lossy(&json.stdout)
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        let out = tracekit().arg("flows").arg(&path).output().unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), records.len() + 1, "{name}");
+        let header = lines[0];
+        // After the protocol's 6 columns, a space and the source's 41.
+        let arrow = 6 + 1 + 41;
+        assert_eq!(&header[arrow - 3..arrow + 4], "src    ", "{name}");
+        for (line, r) in lines[1..].iter().zip(&records) {
+            let endpoint = |side: &str| {
+                let addr = r[format!("{side}_addr")].as_str().unwrap().to_string();
+                let port = &r[format!("{side}_port")];
+                if addr.contains(':') {
+                    format!("[{addr}]:{port}")
+                } else {
+                    format!("{addr}:{port}")
+                }
+            };
+            let want = format!(
+                "{:<6} {:>41} -> {:<41} {:>8} {:>12} {:>8} {:>8} {:<8} {}",
+                r["proto"].as_str().unwrap(),
+                endpoint("src"),
+                endpoint("dst"),
+                r["packets"].as_u64().unwrap(),
+                r["bytes"].as_u64().unwrap(),
+                r["payload_ab"].as_u64().unwrap(),
+                r["payload_ba"].as_u64().unwrap(),
+                r["state"].as_str().unwrap(),
+                r["history"].as_str().unwrap(),
+            );
+            assert_eq!(*line, want, "{name}");
+            // The arrow sits under the header's gap between src and dst.
+            assert_eq!(&line[arrow..arrow + 4], " -> ", "{name}: {line}");
+        }
+    }
+}
+
 /// How many times Zeek's logarithmic rule writes a letter for `n` events: at the 1st,
 /// 10th, 100th, ...
 fn log_letters(n: u64) -> usize {
