@@ -427,19 +427,29 @@ fn flows_on_several_threads_equal_one_thread() {
     }
 }
 
+/// `tracekit flows --json FILE`'s records, one JSON object each.
+fn flow_records(path: &Path) -> Vec<serde_json::Value> {
+    let out = tracekit()
+        .args(["flows", "--json"])
+        .arg(path)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("one JSON object a line"))
+        .collect()
+}
+
 /// `--format csv|tsv` carries the JSON records' values under a header of the JSON names.
 #[test]
 fn csv_and_tsv_carry_the_json_values() {
     let path = corpus("zeek__tunnels__vxlan-encapsulated-http.pcap");
-    let json = tracekit()
-        .args(["flows", "--json"])
-        .arg(&path)
-        .output()
-        .unwrap();
-    let records: Vec<serde_json::Value> = String::from_utf8_lossy(&json.stdout)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let records = flow_records(&path);
     assert_eq!(records.len(), 2);
     for (format, sep) in [("csv", ','), ("tsv", '\t')] {
         let out = tracekit()
@@ -484,15 +494,7 @@ fn the_text_table_aligns_the_json_values() {
         if !path.exists() {
             panic!("corpus file {name} is missing");
         }
-        let json = tracekit()
-            .args(["flows", "--json"])
-            .arg(&path)
-            .output()
-            .unwrap();
-        let records: Vec<serde_json::Value> = String::from_utf8_lossy(&json.stdout)
-            .lines()
-            .map(|l| serde_json::from_str(l).unwrap())
-            .collect();
+        let records = flow_records(&path);
         let out = tracekit().arg("flows").arg(&path).output().unwrap();
         let text = String::from_utf8_lossy(&out.stdout);
         let lines: Vec<&str> = text.lines().collect();
@@ -630,19 +632,8 @@ fn tshark_tcp_events(
 /// the 10th, 100th, ...). Returns the directions compared that had such packets.
 fn history_letters_follow_tshark(path: &Path, problems: &mut Vec<String>) -> (usize, usize) {
     let (events, streams) = tshark_tcp_events(path);
-    let out = tracekit()
-        .args(["flows", "--json"])
-        .arg(path)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
     let (mut retransmitted, mut zero_window) = (0, 0);
-    for line in String::from_utf8_lossy(&out.stdout).lines() {
-        let r: serde_json::Value = serde_json::from_str(line).unwrap();
+    for r in flow_records(path) {
         if r["proto"] != "tcp" {
             continue;
         }
