@@ -10,6 +10,8 @@
 //!   reader runs worker 0 on its share).
 //!   `blocks_2`: 2 workers taking turns at the input's buffers
 //!   ([`Distribution::Blocks`]), each reading and processing its own.
+//! - `parallel_flows/*`: the flow table (`tracekit-bench t10`) on one thread and on 2
+//!   workers.
 //! - `parallel_share/*`: Ports and Scans on 2 workers with the reader's share from 0 to
 //!   0.3 (the default is 0.09).
 //!
@@ -22,6 +24,7 @@ use std::net::IpAddr;
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use tracekit::analysis::Ports;
 use tracekit::decode::Decoded;
+use tracekit::flow::{FlowConfig, FlowTable};
 use tracekit::parallel::{Distribution, Emit, Parallel, Worker};
 use tracekit::{Error, Packet};
 use tracekit_bench::inputs;
@@ -60,6 +63,36 @@ impl Worker for Scans {
         {
             self.0.entry(src).or_default().insert((dst, tcp.dst_port()));
         }
+        Ok(())
+    }
+}
+
+/// The flow table (no timeouts, as in `tracekit-bench t10`): records handed out.
+struct Flows(FlowTable, u64);
+
+impl Flows {
+    fn new() -> Flows {
+        Flows(
+            FlowTable::new(FlowConfig {
+                idle_timeout_ns: 0,
+                tunnels: false,
+                ..FlowConfig::default()
+            }),
+            0,
+        )
+    }
+
+    /// Flows ended and still open.
+    fn flows(&self) -> u64 {
+        self.1 + self.0.len() as u64
+    }
+}
+
+impl Worker for Flows {
+    type Item = ();
+    fn packet(&mut self, p: &Packet<'_>, _: &mut Emit<'_, ()>) -> Result<(), Error> {
+        let ended = &mut self.1;
+        self.0.add(p, &mut |_| *ended += 1);
         Ok(())
     }
 }
@@ -134,6 +167,20 @@ fn benches(c: &mut Criterion) {
         }
         group.bench_function("blocks_2", |b| {
             b.iter(|| black_box(run(&path, blocks(2), |_| PortsWorker(Ports::new_written())).len()))
+        });
+        group.finish();
+
+        let mut group = c.benchmark_group(format!("parallel_flows/{name}"));
+        group.sample_size(15);
+        group.throughput(Throughput::Elements(packets));
+        group.bench_function("one_thread", |b| {
+            b.iter(|| black_box(one_thread(&path, Flows::new()).flows()))
+        });
+        group.bench_function("parallel_2", |b| {
+            b.iter(|| {
+                let w = parallel(&path, 2, |_| Flows::new());
+                black_box(w.iter().map(Flows::flows).sum::<u64>())
+            })
         });
         group.finish();
 

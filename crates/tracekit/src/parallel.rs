@@ -1,22 +1,26 @@
-//! Spreading a trace over every core: N workers, the first run by the reader thread,
-//! and one combiner.
+//! Spreading a trace over every core: N workers, each reading in turn (or a reader
+//! thread that runs the first), and one combiner.
 //!
 //! The user writes a [`Worker`] (per-worker state and what to do with a packet, and with
-//! a [`Tick`]); [`Parallel::run`] reads the source on a thread of its own, hands each
-//! packet to one worker chosen by the [`Distribution`] (by default the flow: both
+//! a [`Tick`]); [`Parallel::run`] reads the source, hands each packet to one worker chosen by the [`Distribution`] (by default the flow: both
 //! directions of a conversation and every fragment of a datagram reach the same worker,
 //! in file order), passes what workers emit to the caller in the chosen [`Order`], and
 //! returns the workers when the trace is done, for a reduce.
 //!
-//! **The reader works too.** Worker 0 runs on the reader thread: the packets dealt to it
-//! are processed as they are read, lent straight from the input, with no hand-over. It
-//! gets a smaller share of the flows than the others ([`Parallel::reader_share`]), since
-//! reading is its work as well; so N workers keep N cores busy, and one worker is one
-//! thread.
+//! **Every worker reads.** Over an input that offers its buffers (a file, compressed or
+//! not) there is no reader thread: the workers take turns at the input, a buffer (about
+//! 1 MiB of records) each, reading an uncompressed file's next bytes ahead of their turn
+//! outside the lock; the worker whose turn it was deals the buffer's packets (their
+//! positions in it) to every worker by the distribution, and each worker processes its
+//! share of every buffer in file order. So reading, choosing and the copy out of the page
+//! cache are spread over all cores ([`RunStats::turns`]). Over other inputs (a live
+//! capture, a memory mapping) a reader thread reads and deals, and runs worker 0 itself
+//! on a smaller share of the flows ([`Parallel::reader_share`]), with no hand-over. Either
+//! way N workers keep N cores busy, and one worker is one thread.
 //!
 //! **No copy, no allocation per packet.** The reader's input keeps the buffers its
-//! window leaves ([`tracekit_io::Input::share_windows`]); the reader sends each worker,
-//! per buffer, the positions of its packets in it, and workers lend packets straight out
+//! window leaves ([`tracekit_io::Input::share_windows`]); the reader of a buffer sends
+//! each worker the positions of its packets in it, and workers lend packets straight out
 //! of the shared buffer; a buffer goes back to the input's pool when its last holder
 //! drops it. Position lists and emitted-item lists are recycled through return channels.
 //! Only inputs that are not read through buffers of the reader's own (a memory mapping)
@@ -266,9 +270,9 @@ pub struct RunStats {
     /// Whether each worker read a member of its own ([`Parallel::run_members`]): no
     /// reader thread.
     pub members: bool,
-    /// Whether the workers took turns reading buffers of the input
-    /// ([`Distribution::Blocks`]): no reader thread; a worker's idle time is its wait
-    /// for its turn.
+    /// Whether the workers took turns reading buffers of the input (any input that
+    /// offers its buffers, with more than one worker): no reader thread; a worker's idle
+    /// time is its wait for its turn, or for its share of another's.
     pub turns: bool,
 }
 
@@ -386,8 +390,9 @@ impl MemberWatch {
 
 impl Parallel {
     /// A run over `workers` workers (0: one per core; at most [`MAX_WORKERS`]), by flow,
-    /// without ticks, items in arrival order. Worker 0 runs on the reader thread, so a
-    /// run takes `workers` threads (and the caller's, for the combiner).
+    /// without ticks, items in arrival order. A run takes `workers` threads (and the
+    /// caller's, for the combiner): the workers read in turn, or worker 0 runs on the
+    /// reader thread.
     pub fn new(workers: usize) -> Parallel {
         let workers = if workers == 0 {
             std::thread::available_parallelism().map_or(1, |n| n.get())
@@ -410,9 +415,10 @@ impl Parallel {
         self.workers
     }
 
-    /// The share of the flows (of the packets, round-robin) that worker 0, run by the
-    /// reader thread, gets: from 0 (it only reads) to 1. By default a tenth of another
-    /// worker's share: with 2 workers 0.09, with 4 0.03. Reading and dealing every packet
+    /// The share of the flows (of the packets, round-robin) that worker 0 gets, from 0
+    /// to 1. With a reader thread (which runs worker 0) by default a tenth of another
+    /// worker's share: with 2 workers 0.09, with 4 0.03; when the workers take turns at
+    /// the input, by default an equal share. Reading and dealing every packet
     /// is most of the reader's time, so it takes little more: on 2 cores and 96-byte
     /// packets, Scans ran fastest at 0.1 (1.5× one thread, against 1.38× at 0), Ports at
     /// 0 to 0.1. Not used by [`Distribution::By`], whose user function picks the worker
@@ -574,9 +580,10 @@ impl Parallel {
         })
     }
 
-    /// Runs: reads `source` on a thread of its own, which also runs worker 0; one more
-    /// thread per further worker, each made by `make(i)`; calls `combine(seq, item)` on
-    /// this thread with what the workers emit, in the run's [`Order`].
+    /// Runs: one thread per worker, each made by `make(i)`, taking turns at `source` (or,
+    /// over an input that does not offer its buffers, a reader thread that also runs
+    /// worker 0); calls `combine(seq, item)` on this thread with what the workers emit,
+    /// in the run's [`Order`].
     pub fn run<W, F, C>(
         &self,
         source: &mut Source,
@@ -589,11 +596,17 @@ impl Parallel {
         C: FnMut(u64, W::Item),
     {
         let n = self.workers;
-        if matches!(self.distribution, Distribution::Blocks)
-            && n > 1
-            && source.input_mut().is_some_and(|i| i.share_windows())
-        {
-            return self.run_turns(source, make, combine);
+        if n > 1 && source.input_mut().is_some_and(|i| i.share_windows()) {
+            // No reader thread: the workers take turns at the source. With blocks, a
+            // turn's packets are its reader's; otherwise the reader of a turn deals its
+            // packets to every worker.
+            let deal = (!matches!(self.distribution, Distribution::Blocks)).then(|| Deal {
+                distribution: self.distribution.clone(),
+                // No reader to spare: equal shares, unless the caller chose worker 0's.
+                table: share_table(n, Some(self.reader_share.unwrap_or(1.0 / n as f64))),
+                n,
+            });
+            return self.run_turns(source, deal, make, combine);
         }
         let shared = Shared::new(self.stop.clone().unwrap_or_default());
         // Workers 1.. get batches; worker 0 is the reader's.
@@ -680,11 +693,14 @@ impl Parallel {
         })
     }
 
-    /// [`Distribution::Blocks`] over an input that shares its buffers: `n` worker
-    /// threads take turns at the source ([`take_turns`]), no reader thread.
+    /// An input that shares its buffers: `n` worker threads take turns at the source, no
+    /// reader thread. With [`Distribution::Blocks`] (`deal` is `None`) each processes the
+    /// packets of its turns ([`take_turns`]); otherwise each deals its turns' packets to
+    /// all ([`take_dealt_turns`]).
     fn run_turns<W, F, C>(
         &self,
         source: &mut Source,
+        deal: Option<Deal>,
         make: F,
         mut combine: C,
     ) -> Result<Finished<W>, Error>
@@ -717,7 +733,11 @@ impl Parallel {
                 ticks: 0,
                 interval: None,
             },
-            owed: (0..n).map(|_| Vec::new()).collect(),
+            // Dealt turns deal every tick of a turn to every worker: one list, for the
+            // ticks carried to the next turn.
+            owed: (0..if deal.is_some() { 1 } else { n })
+                .map(|_| Vec::new())
+                .collect(),
             ended: false,
             error: None,
             ticket: 0,
@@ -731,6 +751,18 @@ impl Parallel {
             claims: &claims,
             ahead: ahead.as_ref(),
         };
+        let board = deal.map(|deal| Board {
+            deal,
+            state: Mutex::new(BoardState {
+                dealt: std::collections::VecDeque::new(),
+                base: 0,
+                ended: false,
+                spare: Vec::new(),
+                buffers: Vec::new(),
+            }),
+            changed: std::sync::Condvar::new(),
+        });
+        let board = board.as_ref();
         let cores = core_affinity::get_core_ids().unwrap_or_default();
         let pin = cores.len() >= n;
         std::thread::scope(|scope| {
@@ -743,7 +775,10 @@ impl Parallel {
                         core_affinity::set_for_current(c);
                     }
                     let running = Running::new(i, make(i), order, &done_tx, back);
-                    take_turns(running, at, shared)
+                    match board {
+                        Some(board) => take_dealt_turns(running, at, board, shared),
+                        None => take_turns(running, at, shared),
+                    }
                 }));
             }
             drop(done_tx);
@@ -1633,6 +1668,247 @@ fn take_turns<W: Worker>(
         }
     }
     running.finish(end_seq, shared)
+}
+
+/// Dealt turns a worker may claim ahead of the slowest worker's next one, per worker:
+/// each holds a buffer of the input.
+const DEALT_AHEAD: usize = QUEUE;
+
+/// Turns taken and dealt ([`take_dealt_turns`]), waiting for their workers.
+struct Board {
+    deal: Deal,
+    state: Mutex<BoardState>,
+    /// A turn was dealt, or a worker took its share of one (room to claim another).
+    changed: std::sync::Condvar,
+}
+
+struct BoardState {
+    /// Turns `base..` in turn order: dealt, or (`None`) claimed and not dealt yet.
+    dealt: std::collections::VecDeque<Option<DealtTurn>>,
+    base: u64,
+    /// The last turn was dealt: no more are claimed.
+    ended: bool,
+    /// Emptied lists, to deal into again.
+    spare: Vec<Lists>,
+    /// Buffers of processed turns that nothing else holds, for the turns to come to be
+    /// read into (a fresh buffer costs its pages' first touches).
+    buffers: Vec<Vec<u8>>,
+}
+
+/// One turn's packets and ticks, dealt: each worker's share, which it takes.
+struct DealtTurn {
+    block: Option<Arc<Vec<u8>>>,
+    lists: Vec<Option<Lists>>,
+    /// Shares taken.
+    taken: usize,
+    /// Every packet and tick of the turn is at or after this packet number.
+    from: u64,
+    end_seq: u64,
+    last: bool,
+}
+
+/// What a worker of dealt turns does next.
+enum Step {
+    /// Its share of a turn: the lists, the turn's buffer, `from`, `end_seq`, `last`.
+    Share(Lists, Option<Arc<Vec<u8>>>, u64, u64, bool),
+    /// Take turn `k` (claimed), dealing into these lists.
+    Take(u64, Vec<Lists>),
+}
+
+/// A worker of the dealt distributions ([`Distribution::Flow`], `RoundRobin`, `By`)
+/// over an input that shares its buffers: there is no reader thread. The workers take
+/// turns at the source as with [`Distribution::Blocks`] ([`take_turns`]), so reading,
+/// finding each packet's worker and the copy out of the page cache are spread over them
+/// all; the worker whose turn it was deals the turn's packets (positions in the turn's
+/// buffer) and ticks to every worker, and each worker processes its share of every turn,
+/// in turn order: the packets of a flow reach one worker, in file order, as with a
+/// reader thread. A worker claims a turn when it has no share waiting, at most
+/// [`DEALT_AHEAD`] turns per worker ahead of the slowest one.
+fn take_dealt_turns<W: Worker>(
+    mut running: Running<'_, W>,
+    at: TurnOrder<'_, '_>,
+    board: &Board,
+    shared: &Shared,
+) -> (W, WorkerStats) {
+    let w = running.index;
+    let n = board.deal.n;
+    let mut all = Lists::default();
+    let mut spare = None;
+    // This worker's next turn, and its emptied lists to give back.
+    let mut next = 0u64;
+    let mut emptied: Option<Lists> = None;
+    let mut freed: Option<Vec<u8>> = None;
+    let end_seq = loop {
+        let waited = Instant::now();
+        let step = {
+            let Ok(mut b) = board.state.lock() else {
+                return running.finish(0, shared);
+            };
+            if let Some(lists) = emptied.take() {
+                b.spare.push(lists);
+            }
+            if let Some(buf) = freed.take()
+                && b.buffers.len() < n
+            {
+                b.buffers.push(buf);
+            }
+            loop {
+                let i = (next - b.base) as usize;
+                if let Some(Some(turn)) = b.dealt.get_mut(i) {
+                    let lists = turn.lists[w].take().unwrap_or_default();
+                    turn.taken += 1;
+                    let step = Step::Share(
+                        lists,
+                        turn.block.clone(),
+                        turn.from,
+                        turn.end_seq,
+                        turn.last,
+                    );
+                    while b
+                        .dealt
+                        .front()
+                        .is_some_and(|t| t.as_ref().is_some_and(|t| t.taken == n))
+                    {
+                        b.dealt.pop_front();
+                        b.base += 1;
+                    }
+                    board.changed.notify_all();
+                    break step;
+                }
+                if !b.ended && b.dealt.len() < DEALT_AHEAD * n {
+                    b.dealt.push_back(None);
+                    let k = at.claims.fetch_add(1, Ordering::Relaxed);
+                    let outs = (0..n).map(|_| b.spare.pop().unwrap_or_default()).collect();
+                    if spare.is_none() {
+                        spare = b.buffers.pop();
+                    }
+                    break Step::Take(k, outs);
+                }
+                b = match board.changed.wait(b) {
+                    Ok(b) => b,
+                    Err(_) => return running.finish(0, shared),
+                };
+            }
+        };
+        running.stats.idle += waited.elapsed();
+        match step {
+            Step::Share(lists, block, from, end_seq, last) => {
+                next += 1;
+                running.send(from);
+                let limit = shared.limit.load(Ordering::Relaxed);
+                let mut ticks = lists.ticks.iter().peekable();
+                if let Some(block) = &block {
+                    for (i, slot) in lists.slots.iter().enumerate() {
+                        while let Some((_, run)) = ticks.next_if(|(at, _)| *at == i) {
+                            running.ticks(run, limit, shared);
+                        }
+                        if !running.packet(&slot.packet(block), slot.seq, limit, shared) {
+                            break;
+                        }
+                    }
+                }
+                for (_, run) in ticks {
+                    running.ticks(run, limit, shared);
+                }
+                // The last holder of the turn's buffer keeps it for a turn to come.
+                if let Some(block) = block
+                    && let Ok(buf) = Arc::try_unwrap(block)
+                {
+                    match spare {
+                        None => spare = Some(buf),
+                        Some(_) => freed = Some(buf),
+                    }
+                }
+                emptied = Some(lists);
+                if last {
+                    break end_seq;
+                }
+            }
+            Step::Take(k, mut outs) => {
+                let chunk = match at.ahead {
+                    Some(ahead) => {
+                        let (chunk, back) = ahead.read(k, spare.take());
+                        spare = back;
+                        chunk
+                    }
+                    None => None,
+                };
+                let waited = Instant::now();
+                let Ok(mut t) = at.turns.lock() else {
+                    return running.finish(0, shared);
+                };
+                while t.ticket != k {
+                    t = match at.next_turn.wait(t) {
+                        Ok(t) => t,
+                        Err(_) => return running.finish(0, shared),
+                    };
+                }
+                running.stats.idle += waited.elapsed();
+                // One list of carried ticks (see `run_turns`): index 0.
+                let turn = t.take(0, &mut all, &mut spare, chunk, shared);
+                running.stats.read_ahead += u64::from(turn.fed);
+                t.ticket += 1;
+                drop(t);
+                at.next_turn.notify_all();
+                let from = (all.ticks.first().map(|(_, run)| run.first.packets))
+                    .into_iter()
+                    .chain(all.slots.first().map(|s| s.seq))
+                    .min()
+                    .unwrap_or(turn.end_seq);
+                if let Some(block) = &turn.block {
+                    deal_turn(&board.deal, block, &all, &mut outs);
+                } else {
+                    for o in &mut outs {
+                        o.slots.clear();
+                        o.ticks.clear();
+                        o.ticks.extend(all.ticks.iter().map(|&(_, run)| (0, run)));
+                    }
+                }
+                let dealt = DealtTurn {
+                    block: turn.block,
+                    lists: outs.into_iter().map(Some).collect(),
+                    taken: 0,
+                    from,
+                    end_seq: turn.end_seq,
+                    last: turn.last,
+                };
+                let Ok(mut b) = board.state.lock() else {
+                    return running.finish(0, shared);
+                };
+                let i = (k - b.base) as usize;
+                b.ended |= dealt.last;
+                b.dealt[i] = Some(dealt);
+                drop(b);
+                board.changed.notify_all();
+            }
+        }
+    };
+    running.finish(end_seq, shared)
+}
+
+/// A turn's packets and ticks (`all`, in `block`) into each worker's lists: every
+/// packet to the worker [`Deal::choose`] picks, every tick to all, before the packets
+/// that follow it.
+fn deal_turn(deal: &Deal, block: &[u8], all: &Lists, outs: &mut [Lists]) {
+    for o in outs.iter_mut() {
+        o.slots.clear();
+        o.ticks.clear();
+    }
+    let mut ticks = all.ticks.iter().peekable();
+    for (i, slot) in all.slots.iter().enumerate() {
+        while let Some(&(_, run)) = ticks.next_if(|(at, _)| *at == i) {
+            for o in outs.iter_mut() {
+                o.ticks.push((o.slots.len(), run));
+            }
+        }
+        let w = deal.choose(&slot.packet(block), slot.seq);
+        outs[w].slots.push(*slot);
+    }
+    for &(_, run) in ticks {
+        for o in outs.iter_mut() {
+            o.ticks.push((o.slots.len(), run));
+        }
+    }
 }
 
 /// With [`TickEvery::TraceTime`], the longest run of empty intervals that gets a tick

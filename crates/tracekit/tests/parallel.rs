@@ -143,9 +143,10 @@ fn check_file(uri: &str) {
                 want_error,
                 "{what}: the error"
             );
-            // Turns are taken at any input that shares its buffers (all of these); an
-            // uncompressed file of more than two read buffers is read ahead.
-            let turns = workers > 1 && matches!(distribution, Distribution::Blocks);
+            // Turns are taken at any input that shares its buffers (all of these), with
+            // every distribution; an uncompressed file of more than two read buffers is
+            // read ahead.
+            let turns = workers > 1;
             assert_eq!(done.stats.turns, turns, "{what}");
             let ahead: u64 = done.stats.workers.iter().map(|w| w.read_ahead).sum();
             let plain = !uri.ends_with(".gz") && !uri.ends_with(".zst") && !uri.ends_with(".bz2");
