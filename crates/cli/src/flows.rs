@@ -464,6 +464,57 @@ pub fn end_flows(workers: &mut [FlowsWorker], emit: &mut impl FnMut(&FlowRecord)
     }
 }
 
+/// Chunks of formatted records [`end_flows_written`] hands over, and how many may wait.
+const END_CHUNK: usize = 1 << 20;
+const END_CHUNKS: usize = 16;
+
+/// [`end_flows`] with the records written to `out`: each worker's flows ended and
+/// formatted on a thread of its own (formatting is most of this work, and one table can
+/// hold most of a trace's flows), then written in worker order, in chunks: the bytes one
+/// thread would write, with at most [`END_CHUNKS`] chunks per worker waiting.
+fn end_flows_written(
+    workers: &mut [FlowsWorker],
+    format: Format,
+    out: &mut impl Write,
+) -> std::io::Result<()> {
+    let end = workers.iter().map(|w| w.table.now()).max().unwrap_or(0);
+    std::thread::scope(|scope| {
+        let mut chunks = Vec::with_capacity(workers.len());
+        for w in workers.iter_mut() {
+            let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<u8>>(END_CHUNKS);
+            chunks.push(rx);
+            scope.spawn(move || {
+                let mut buf = Vec::with_capacity(END_CHUNK + (4 << 10));
+                let mut gone = false;
+                let mut emit = |r: &FlowRecord| {
+                    // Writing to memory cannot fail.
+                    let _ = write_record(&mut buf, format, r);
+                    if buf.len() >= END_CHUNK && !gone {
+                        let full =
+                            std::mem::replace(&mut buf, Vec::with_capacity(END_CHUNK + (4 << 10)));
+                        gone = tx.send(full).is_err();
+                    }
+                    if gone {
+                        buf.clear();
+                    }
+                };
+                w.table.expire(end, &mut emit);
+                w.table.finish(&mut emit);
+                if !gone {
+                    let _ = tx.send(buf);
+                }
+            });
+        }
+        // A write error drops the receivers: the threads stop sending and end.
+        for rx in chunks {
+            for chunk in rx {
+                out.write_all(&chunk)?;
+            }
+        }
+        Ok(())
+    })
+}
+
 fn run_parallel(
     args: &FlowsArgs,
     config: FlowConfig,
@@ -481,6 +532,7 @@ fn run_parallel(
         }
     };
     let mut failure = None;
+    let mut end_error = None;
     for file in &args.files {
         let mut source = crate::open_source(file)?;
         if let Some(expr) = &args.filter {
@@ -501,7 +553,9 @@ fn run_parallel(
         // Each file's flows end with it, at the trace time of its last packet: a
         // worker that saw few packets ends its idle flows then, as one thread would.
         let (mut workers, ended, _) = crate::numbered::ended_run(done);
-        end_flows(&mut workers, &mut |r| write(r, out));
+        if let Err(e) = end_flows_written(&mut workers, format, out) {
+            end_error = Some(e);
+        }
         for w in workers {
             let s = w.table.stats();
             stats.packets += s.packets;
@@ -517,8 +571,11 @@ fn run_parallel(
             failure = Some((file.clone(), e, ended.read));
             break;
         }
+        if end_error.is_some() {
+            break;
+        }
     }
-    if let Some(e) = write_error {
+    if let Some(e) = write_error.or(end_error) {
         return Err(e.into());
     }
     out.flush()?;
