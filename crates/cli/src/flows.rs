@@ -365,9 +365,15 @@ pub fn run(args: FlowsArgs) -> Result<Outcome> {
     let mut defrag = args.reassemble.then(|| Defragmenter::new(defrag_config));
     let mut failure = None;
     let mut write_error: Option<std::io::Error> = None;
+    // Each record is formatted into `line` and written with one call: formatting
+    // straight into the BufWriter costs a bounds check and copy per field.
+    let mut line = Vec::with_capacity(512);
     let mut emit = |r: &FlowRecord| {
+        line.clear();
+        // Writing to memory cannot fail.
+        let _ = write_record(&mut line, format, r);
         if write_error.is_none()
-            && let Err(e) = write_record(&mut out, format, r)
+            && let Err(e) = out.write_all(&line)
         {
             write_error = Some(e);
         }
@@ -453,6 +459,49 @@ impl tracekit::parallel::Worker for FlowsWorker {
     }
 }
 
+/// How many bytes of formatted records a [`FormattingFlows`] worker gathers before it
+/// hands them on.
+const RUN_CHUNK: usize = 64 << 10;
+
+/// A [`FlowsWorker`] that formats the records it ends during the run itself, in chunks
+/// of about [`RUN_CHUNK`] bytes, so that the combining thread only writes bytes. What is
+/// left in `buf` after the run, and the flows still open, are written after it.
+struct FormattingFlows {
+    flows: FlowsWorker,
+    format: Format,
+    buf: Vec<u8>,
+}
+
+impl tracekit::parallel::Worker for FormattingFlows {
+    type Item = Vec<u8>;
+
+    fn packet(
+        &mut self,
+        packet: &tracekit::Packet<'_>,
+        out: &mut tracekit::parallel::Emit<'_, Vec<u8>>,
+    ) -> Result<(), tracekit::Error> {
+        let packet = match self.flows.defrag.as_mut() {
+            Some(d) => match d.add(packet).packet() {
+                Some(p) => p,
+                None => return Ok(()),
+            },
+            None => *packet,
+        };
+        let (buf, format) = (&mut self.buf, self.format);
+        // Writing to memory cannot fail.
+        self.flows.table.add(&packet, &mut |r| {
+            let _ = write_record(buf, format, r);
+        });
+        if self.buf.len() >= RUN_CHUNK {
+            out.emit(std::mem::replace(
+                &mut self.buf,
+                Vec::with_capacity(RUN_CHUNK + (4 << 10)),
+            ));
+        }
+        Ok(())
+    }
+}
+
 /// Ends the flows still open in the workers of one file at the file's last time stamp
 /// over all of them (idle ones as idle), then the rest: what one table would have done.
 /// A worker that saw few packets has a clock behind the trace's.
@@ -524,9 +573,9 @@ fn run_parallel(
 ) -> Result<Outcome> {
     let mut stats = tracekit::flow::FlowStats::default();
     let mut write_error: Option<std::io::Error> = None;
-    let mut write = |r: &FlowRecord, out: &mut dyn Write| {
+    let mut write = |chunk: &[u8], out: &mut dyn Write| {
         if write_error.is_none()
-            && let Err(e) = write_record(out, format, r)
+            && let Err(e) = out.write_all(chunk)
         {
             write_error = Some(e);
         }
@@ -544,15 +593,26 @@ fn run_parallel(
             .stop_flag(crate::ctrl_c_stop().flag())
             .run(
                 &mut source,
-                |_| FlowsWorker {
-                    table: FlowTable::new(config),
-                    defrag: args.reassemble.then(|| Defragmenter::new(defrag_config)),
+                |_| FormattingFlows {
+                    flows: FlowsWorker {
+                        table: FlowTable::new(config),
+                        defrag: args.reassemble.then(|| Defragmenter::new(defrag_config)),
+                    },
+                    format,
+                    buf: Vec::with_capacity(RUN_CHUNK + (4 << 10)),
                 },
-                |_, r| write(&r, out),
+                |_, chunk| write(&chunk, out),
             )?;
         // Each file's flows end with it, at the trace time of its last packet: a
         // worker that saw few packets ends its idle flows then, as one thread would.
-        let (mut workers, ended, _) = crate::numbered::ended_run(done);
+        let (workers, ended, _) = crate::numbered::ended_run(done);
+        let mut workers: Vec<FlowsWorker> = workers
+            .into_iter()
+            .map(|w| {
+                write(&w.buf, out);
+                w.flows
+            })
+            .collect();
         if let Err(e) = end_flows_written(&mut workers, format, out) {
             end_error = Some(e);
         }
