@@ -5,6 +5,7 @@
 
 use std::collections::HashMap;
 use std::path::Path;
+use std::sync::Arc;
 
 use tracekit::analysis::{Ports, Protocols};
 use tracekit::decode::Decoded;
@@ -630,5 +631,65 @@ fn a_long_gap_in_time_gets_one_tick() {
                 assert_eq!(w.0, want, "{workers} workers");
             }
         }
+    }
+}
+
+/// Packets a worker saw: their numbers and capture lengths.
+struct Chosen {
+    index: usize,
+    seen: Vec<(u64, usize)>,
+}
+
+impl Worker for Chosen {
+    type Item = Seen;
+
+    fn packet(&mut self, p: &Packet<'_>, out: &mut Emit<'_, Seen>) -> Result<(), Error> {
+        self.seen.push((out.seq(), p.caplen()));
+        out.emit(seen(out.seq(), p));
+        Ok(())
+    }
+}
+
+/// A user's chooser decides the worker of every packet (here by capture length), over a
+/// trace of many buffers that the workers take turns at reading: each worker gets
+/// exactly the packets chosen for it, in file order, and together they are the file.
+#[test]
+fn a_users_chooser_decides_each_packets_worker() {
+    let dir = tempfile::tempdir().unwrap();
+    let uri = generated(dir.path(), 20_000, "chosen.pcap");
+    let (want, ..) = one_thread(&uri);
+    for workers in [2, 3] {
+        let chooser: tracekit::parallel::Chooser = Arc::new(|p: &Packet<'_>| p.caplen() as u64);
+        let mut source = tracekit::open(&uri).unwrap();
+        let run = Parallel::new(workers).distribution(Distribution::By(chooser));
+        let mut got = Vec::new();
+        let done = run
+            .order(Order::Stream)
+            .run(
+                &mut source,
+                |index| Chosen {
+                    index,
+                    seen: Vec::new(),
+                },
+                |_, item| got.push(item),
+            )
+            .unwrap();
+        assert!(done.stats.turns, "{workers} workers");
+        assert!(got == want, "{workers} workers: not the file's packets");
+        let mut all = 0;
+        for w in &done.workers {
+            assert!(
+                !w.seen.is_empty(),
+                "{workers} workers: worker {} idle",
+                w.index
+            );
+            assert!(w.seen.windows(2).all(|p| p[0].0 < p[1].0), "file order");
+            for &(seq, caplen) in &w.seen {
+                assert_eq!(caplen % workers, w.index, "packet {seq}");
+                assert_eq!(caplen, want[seq as usize].3, "packet {seq}");
+            }
+            all += w.seen.len();
+        }
+        assert_eq!(all, want.len());
     }
 }
