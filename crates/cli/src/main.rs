@@ -5,6 +5,7 @@
 
 mod anon;
 mod capture;
+mod columns;
 mod convert;
 mod diff;
 mod dump;

@@ -8,6 +8,7 @@ use serde::Serialize;
 use tracekit::analysis::{PortRow, Ports};
 
 use crate::Outcome;
+use crate::columns::aligned;
 use crate::numbered;
 
 /// Packets and application bytes per transport protocol and port, for source and
@@ -141,17 +142,20 @@ pub fn run(args: PortsArgs) -> Result<Outcome> {
             "{:<5} {:>5} {:>12} {:>15} {:>12} {:>15}",
             "proto", "port", "src packets", "src bytes", "dst packets", "dst bytes"
         )?;
+        // The header's layout, padded by `aligned` (std pads a character at a time).
         for r in ports.rows() {
-            writeln!(
-                out,
-                "{:<5} {:>5} {:>12} {:>15} {:>12} {:>15}",
-                r.protocol_name(),
-                r.port,
-                r.src_packets,
-                r.src_bytes,
-                r.dst_packets,
-                r.dst_bytes
-            )?;
+            aligned(&mut out, r.protocol_name(), 5, false)?;
+            out.write_all(b" ")?;
+            aligned(&mut out, r.port, 5, true)?;
+            out.write_all(b" ")?;
+            aligned(&mut out, r.src_packets, 12, true)?;
+            out.write_all(b" ")?;
+            aligned(&mut out, r.src_bytes, 15, true)?;
+            out.write_all(b" ")?;
+            aligned(&mut out, r.dst_packets, 12, true)?;
+            out.write_all(b" ")?;
+            aligned(&mut out, r.dst_bytes, 15, true)?;
+            out.write_all(b"\n")?;
         }
         writeln!(out)?;
         writeln!(out, "packets analysed:        {packets}")?;
