@@ -1597,6 +1597,42 @@ struct TurnOrder<'a, 's> {
     ahead: Option<&'a Ahead>,
 }
 
+impl TurnOrder<'_, '_> {
+    /// Turn `k`: its bytes read ahead (outside the lock), then, once every earlier turn
+    /// is taken, the turn itself into `lists` as worker `w`'s ([`Turns::take`]). `None`
+    /// when another worker panicked holding the lock.
+    fn take(
+        &self,
+        k: u64,
+        w: usize,
+        lists: &mut Lists,
+        spare: &mut Option<Vec<u8>>,
+        stats: &mut WorkerStats,
+        shared: &Shared,
+    ) -> Option<Turn> {
+        let chunk = match self.ahead {
+            Some(ahead) => {
+                let (chunk, back) = ahead.read(k, spare.take());
+                *spare = back;
+                chunk
+            }
+            None => None,
+        };
+        let waited = Instant::now();
+        let mut t = self.turns.lock().ok()?;
+        while t.ticket != k {
+            t = self.next_turn.wait(t).ok()?;
+        }
+        stats.idle += waited.elapsed();
+        let turn = t.take(w, lists, spare, chunk, shared);
+        stats.read_ahead += u64::from(turn.fed);
+        t.ticket += 1;
+        drop(t);
+        self.next_turn.notify_all();
+        Some(turn)
+    }
+}
+
 /// A worker of [`Distribution::Blocks`]: takes turns at the source and processes each
 /// turn's packets; sends its items and progress at the start of each turn (by then it
 /// knows where its next packet or tick is).
@@ -1613,30 +1649,10 @@ fn take_turns<W: Worker>(
         // This worker's next turn, and the file's bytes for it. No user code runs from
         // here to the end of the turn, so every turn number claimed is taken.
         let k = at.claims.fetch_add(1, Ordering::Relaxed);
-        let chunk = match at.ahead {
-            Some(ahead) => {
-                let (chunk, back) = ahead.read(k, spare.take());
-                spare = back;
-                chunk
-            }
-            None => None,
-        };
-        let waited = Instant::now();
-        let Ok(mut t) = at.turns.lock() else {
+        let w = running.index;
+        let Some(turn) = at.take(k, w, &mut lists, &mut spare, &mut running.stats, shared) else {
             return running.finish(0, shared);
         };
-        while t.ticket != k {
-            t = match at.next_turn.wait(t) {
-                Ok(t) => t,
-                Err(_) => return running.finish(0, shared),
-            };
-        }
-        running.stats.idle += waited.elapsed();
-        let turn = t.take(running.index, &mut lists, &mut spare, chunk, shared);
-        running.stats.read_ahead += u64::from(turn.fed);
-        t.ticket += 1;
-        drop(t);
-        at.next_turn.notify_all();
         end_seq = turn.end_seq;
         // Everything this worker emits from now on is at or after this point.
         let from = (lists.ticks.first().map(|(_, run)| run.first.packets))
@@ -1825,31 +1841,11 @@ fn take_dealt_turns<W: Worker>(
                 }
             }
             Step::Take(k, mut outs) => {
-                let chunk = match at.ahead {
-                    Some(ahead) => {
-                        let (chunk, back) = ahead.read(k, spare.take());
-                        spare = back;
-                        chunk
-                    }
-                    None => None,
-                };
-                let waited = Instant::now();
-                let Ok(mut t) = at.turns.lock() else {
+                // One list of carried ticks (see `run_turns`): index 0.
+                let Some(turn) = at.take(k, 0, &mut all, &mut spare, &mut running.stats, shared)
+                else {
                     return running.finish(0, shared);
                 };
-                while t.ticket != k {
-                    t = match at.next_turn.wait(t) {
-                        Ok(t) => t,
-                        Err(_) => return running.finish(0, shared),
-                    };
-                }
-                running.stats.idle += waited.elapsed();
-                // One list of carried ticks (see `run_turns`): index 0.
-                let turn = t.take(0, &mut all, &mut spare, chunk, shared);
-                running.stats.read_ahead += u64::from(turn.fed);
-                t.ticket += 1;
-                drop(t);
-                at.next_turn.notify_all();
                 let from = (all.ticks.first().map(|(_, run)| run.first.packets))
                     .into_iter()
                     .chain(all.slots.first().map(|s| s.seq))
