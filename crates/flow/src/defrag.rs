@@ -522,7 +522,8 @@ impl Defragmenter {
             self.stats.count(DefragAnomaly::Inconsistent);
         }
         let end = end.min(limit);
-        if end <= p.offset && len > 0 {
+        // Nothing before the known end: an empty fragment that starts past it too.
+        if end < p.offset || (end == p.offset && len > 0) {
             return Ok(None);
         }
         let data = &p.data[..(end - p.offset) as usize];
@@ -1023,6 +1024,13 @@ mod tests {
         assert_eq!(r, "aaaaaaaaaaaaaaaaaaaaaaaa");
         let r = reassemble(OverlapPolicy::Bsd, &[(65_528, true, b'a', 16)]);
         assert_eq!(r, "TooLarge");
+        // An empty fragment past the known end adds nothing (found by the fuzz target:
+        // its offset was subtracted from the end it was cut to).
+        let r = reassemble(
+            OverlapPolicy::Bsd,
+            &[(16, false, b'b', 8), (32, true, b'c', 0), (0, true, b'a', 16)],
+        );
+        assert_eq!(r, "aaaaaaaaaaaaaaaabbbbbbbb");
     }
 
     #[test]
