@@ -53,6 +53,13 @@ impl Record {
     }
 }
 
+/// The bytes of a format's input window, by the indices records give
+/// (`tracekit_io::Input` is the one implementation).
+pub trait Window {
+    /// `len` bytes from window index `start`; both must lie in the current window.
+    fn window(&self, start: usize, len: usize) -> &[u8];
+}
+
 /// A trace-file format: it parses records, one at a time, out of the input it was given.
 ///
 /// `next_record` is the format's one piece of work; opening (`start`) reads what comes
@@ -60,7 +67,7 @@ impl Record {
 /// reader the window the records point into.
 pub trait RecordFormat: Sized {
     /// The byte input records are parsed from (`tracekit_io::Input`).
-    type Input;
+    type Input: Window;
     /// How the format is read (which metadata records are handed out, say).
     type Options: Default;
 
@@ -75,6 +82,35 @@ pub trait RecordFormat: Sized {
     /// The record is written in place rather than returned: it is 80 bytes, and moving
     /// it through `Result<Option<_>>` and into the reader cost a tenth of a pcapng read.
     fn next_record(&mut self, record: &mut Record) -> Result<bool, Error>;
+
+    /// Reads every record left, calling `f` with each in turn (and the input its bytes
+    /// lie in), until the end, the first damage or the first error of `f`; returns how
+    /// many records `f` took. A record `f` fails on has been consumed, as after
+    /// [`next_record`](Self::next_record); a damaged one ends the walk with the error
+    /// `next_record` gives.
+    ///
+    /// The default calls `next_record` for each record. A format may walk the records
+    /// that lie wholly in its current window in a loop of its own, with the window in
+    /// registers, and fall back to `next_record` for the rest (pcap does).
+    ///
+    /// `f` is given the record's captured bytes too (the window slice
+    /// `record.start..record.start + record.len`).
+    #[inline(always)]
+    fn try_for_each_record<E: From<Error>>(
+        &mut self,
+        mut f: impl FnMut(&Self::Input, &Record, &[u8]) -> Result<(), E>,
+    ) -> Result<u64, E> {
+        let mut n = 0u64;
+        loop {
+            let mut record = Record::EMPTY;
+            if !self.next_record(&mut record)? {
+                return Ok(n);
+            }
+            let input = self.input();
+            f(input, &record, input.window(record.start, record.len))?;
+            n += 1;
+        }
+    }
 
     /// The input the records point into.
     fn input(&self) -> &Self::Input;

@@ -367,6 +367,19 @@ impl Input {
         (at.checked_add(len)? <= self.end).then_some(at)
     }
 
+    /// The window's buffer: its address, its length, and the end of the window's bytes
+    /// in it. A reader that holds packets lent from the window places them by address
+    /// this way ([`Input::window_offset`] without a call per packet); a packet outside
+    /// the buffer was lent after the window moved on.
+    #[inline]
+    pub fn window_span(&self) -> (usize, usize, usize) {
+        let buffer = match &self.backing {
+            Backing::Mapped(map) => map.verified(),
+            Backing::Stream(_) | Backing::Blocks(_) => &self.buf[..],
+        };
+        (buffer.as_ptr() as usize, buffer.len(), self.end)
+    }
+
     /// Sharing: moves the window to a new buffer now (its unread bytes copied there)
     /// and returns the buffer it held, with every position handed out in it intact.
     /// For the last records of an input, or to hand records out before the window
@@ -862,6 +875,13 @@ pub(crate) fn fault_error(
 }
 
 /// The bytes of the input as a plain stream (used to feed a decompressor).
+impl tracekit_core::Window for Input {
+    #[inline(always)]
+    fn window(&self, start: usize, len: usize) -> &[u8] {
+        Input::window(self, start, len)
+    }
+}
+
 impl Read for Input {
     fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
         let have = self.fill(1).map_err(io::Error::other)?;

@@ -123,20 +123,19 @@ impl<F: RecordFormat<Input = Input>> Reader<F> {
         mut f: impl FnMut(&Packet<'_>) -> Result<(), E>,
     ) -> Result<u64, E> {
         self.lent = false;
-        let mut n = 0u64;
-        loop {
-            let mut record = Record::EMPTY;
-            if !self.format.next_record(&mut record)? {
-                return Ok(n);
-            }
-            self.records += u64::from(record.meta.kind == PacketKind::Data);
-            if let Err(e) = f(&lend(self.format.input(), &record)) {
-                self.record = record;
-                self.lent = true;
-                return Err(e);
-            }
-            n += 1;
-        }
+        let Reader {
+            format,
+            record: stored,
+            lent,
+            records,
+        } = self;
+        format.try_for_each_record(|input, record, data| {
+            *records += u64::from(record.meta.kind == PacketKind::Data);
+            f(&lend_data(input, record, data)).inspect_err(|_| {
+                *stored = *record;
+                *lent = true;
+            })
+        })
     }
 
     /// The next packet for which `keep` says yes (a filter), borrowed until the next call.
@@ -177,7 +176,14 @@ impl<F: RecordFormat<Input = Input>> Reader<F> {
 /// The packet a record describes, borrowed from the input window.
 #[inline(always)]
 fn lend<'a>(input: &'a Input, record: &Record) -> Packet<'a> {
-    let packet = Packet::new(input.window(record.start, record.len), record.meta);
+    lend_data(input, record, input.window(record.start, record.len))
+}
+
+/// The packet a record describes, its captured bytes `data` already sliced from the
+/// window.
+#[inline(always)]
+fn lend_data<'a>(input: &'a Input, record: &Record, data: &'a [u8]) -> Packet<'a> {
+    let packet = Packet::new(data, record.meta);
     if record.options.1 == 0 {
         return packet;
     }
