@@ -1028,7 +1028,11 @@ mod tests {
         // its offset was subtracted from the end it was cut to).
         let r = reassemble(
             OverlapPolicy::Bsd,
-            &[(16, false, b'b', 8), (32, true, b'c', 0), (0, true, b'a', 16)],
+            &[
+                (16, false, b'b', 8),
+                (32, true, b'c', 0),
+                (0, true, b'a', 16),
+            ],
         );
         assert_eq!(r, "aaaaaaaaaaaaaaaabbbbbbbb");
     }
