@@ -129,13 +129,16 @@ impl<F: RecordFormat<Input = Input>> Reader<F> {
             lent,
             records,
         } = self;
-        format.try_for_each_record(|input, record, data| {
-            *records += u64::from(record.meta.kind == PacketKind::Data);
-            f(&lend_data(input, record, data)).inspect_err(|_| {
-                *stored = *record;
-                *lent = true;
-            })
-        })
+        format.try_for_each_record(
+            #[inline(always)]
+            |input, record, data| {
+                *records += u64::from(record.meta.kind == PacketKind::Data);
+                f(&lend_data(input, record, data)).inspect_err(|_| {
+                    *stored = *record;
+                    *lent = true;
+                })
+            },
+        )
     }
 
     /// The next packet for which `keep` says yes (a filter), borrowed until the next call.

@@ -1394,6 +1394,86 @@ impl Ahead {
 /// in the buffer (they are copied to the front of the next one).
 const TURN_TAIL: usize = 16 << 10;
 
+/// A turn's walk with the reader's own loop: where the window's buffer is, and what
+/// each packet is placed into.
+struct Walk<'a> {
+    base: usize,
+    buffer_len: usize,
+    window_end: usize,
+    /// The file goes on past the window: a short tail ends the turn.
+    more: bool,
+    /// The worker whose turn it is.
+    w: usize,
+    seq: &'a mut u64,
+    ticker: &'a mut Ticker,
+    owed: &'a mut Vec<Vec<TickRun>>,
+    lists: &'a mut Lists,
+}
+
+impl Walk<'_> {
+    /// Where `len` bytes at `addr` start in the window's buffer, if they lie in it.
+    #[inline(always)]
+    fn within(&self, addr: usize, len: usize) -> Option<usize> {
+        let at = addr.wrapping_sub(self.base);
+        (at <= self.buffer_len && len <= self.buffer_len - at).then_some(at)
+    }
+
+    /// Places packet `p` of the turn (its ticks, then its slot).
+    #[inline(always)]
+    fn packet(&mut self, p: &Packet<'_>) -> Result<(), TurnStop> {
+        let Some(start) = self.within(p.data().as_ptr() as usize, p.data().len()) else {
+            return Err(TurnStop::Outside);
+        };
+        let (opt_start, opt_len) = match p.options() {
+            Some(o) => match self.within(o.bytes().as_ptr() as usize, o.bytes().len()) {
+                Some(at) => (at as u32, options_field(o.bytes().len(), o.byte_order())),
+                None => return Err(TurnStop::Outside),
+            },
+            None => (0, 0),
+        };
+        let n = *self.seq;
+        *self.seq += 1;
+        let (lists, owed, w) = (&mut *self.lists, &mut *self.owed, self.w);
+        self.ticker.before(n, p.ts(), |run| {
+            lists.ticks.push((lists.slots.len(), run));
+            for (v, o) in owed.iter_mut().enumerate() {
+                if v != w {
+                    o.push(run);
+                }
+            }
+        });
+        lists.slots.push(Slot {
+            seq: n,
+            start: start as u32,
+            len: p.data().len() as u32,
+            opt_start,
+            opt_len,
+            meta: *p.meta(),
+        });
+        let read_to = start + p.data().len();
+        if self.more && self.window_end.saturating_sub(read_to) < TURN_TAIL {
+            return Err(TurnStop::Tail);
+        }
+        Ok(())
+    }
+}
+
+/// Why a turn's walk with the reader's own loop stopped before the input's end.
+enum TurnStop {
+    /// The packet just read lies outside the window's buffer (the window moved on).
+    Outside,
+    /// The window's unread tail got short.
+    Tail,
+    /// The input failed.
+    Source(Error),
+}
+
+impl From<Error> for TurnStop {
+    fn from(e: Error) -> TurnStop {
+        TurnStop::Source(e)
+    }
+}
+
 /// What a worker got at its turn.
 struct Turn {
     /// The buffer its packets are in (none when it got no packets).
@@ -1478,63 +1558,138 @@ impl Turns<'_> {
             // Not usable: the window was not left where the chunk starts.
             *spare = Some(c.buf);
         }
+        // The packets are read with the reader's own loop (`try_for_each`). Each is
+        // placed by its address in the window's buffer; the loop stops at a packet
+        // outside that buffer (the window moved on) and when the window's unread tail
+        // gets short: `place` then takes over with the input at hand, as for every
+        // packet of a source without its own loop.
         loop {
-            let lent = match self.source.next_packet() {
-                Ok(Some(ref p)) => Lent::of(p),
-                Ok(None) => return self.end(lists, fed),
-                Err(e) => {
+            let Some(input) = self.source.input_mut() else {
+                self.error = Some(outside_window(self.seq));
+                return self.end(lists, fed);
+            };
+            let (base, buffer_len, window_end) = input.window_span();
+            // Whether the file goes on past the window: only then does a short tail end
+            // the turn.
+            let more = plain
+                && input.size_hint().is_some_and(|size| {
+                    input.position() + ((window_end - input.window_pos()) as u64) < size
+                });
+            let Turns {
+                source,
+                seq,
+                ticker,
+                owed,
+                ..
+            } = self;
+            let mut walk = Walk {
+                base,
+                buffer_len,
+                window_end,
+                more,
+                w,
+                seq,
+                ticker,
+                owed,
+                lists,
+            };
+            // Inlined into the reader's loop (as the wrappers on the way are): the
+            // packet's metadata then goes from the registers the reader built it in to
+            // the slot (called, the closure loaded it from memory just written in
+            // narrower pieces, and waited: 40 % of its time).
+            let run = source.try_for_each(
+                #[inline(always)]
+                |p| walk.packet(p),
+            );
+            match run {
+                Ok(_) => return self.end(lists, fed),
+                Err(TurnStop::Source(e)) => {
                     self.error = Some(e);
                     return self.end(lists, fed);
                 }
-            };
-            let seq = self.seq;
-            self.seq += 1;
-            // Before this packet: where its ticks go depends on whose turn it is.
-            let mut found = None;
-            self.ticker
-                .before(seq, lent.meta.ts, |run| found = Some(run));
-            let Some(input) = self.source.input_mut() else {
-                self.error = Some(outside_window(seq));
-                return self.end(lists, fed);
-            };
-            let Some(slot) = lent.slot(input, seq) else {
-                self.error = Some(outside_window(seq));
-                return self.end(lists, fed);
-            };
-            if input.generation() != self.generation {
-                // The buffer is done: its packets are this turn's; this one and its
-                // ticks are the next turn's (every worker owes them).
-                let block = input.take_retired(self.generation);
-                self.generation = input.generation();
-                if let Some(run) = found {
-                    self.owed.iter_mut().for_each(|o| o.push(run));
+                Err(TurnStop::Outside) => {
+                    let Some(lent) = self.source.current_packet().map(|p| Lent::of(&p)) else {
+                        self.error = Some(outside_window(self.seq));
+                        return self.end(lists, fed);
+                    };
+                    if let Some(turn) = self.place(w, lists, lent, plain, fed) {
+                        return turn;
+                    }
                 }
-                self.carried.push(slot);
-                return self.checked(block, lists, seq, false, fed);
-            }
-            if let Some(run) = found {
-                lists.ticks.push((lists.slots.len(), run));
-                for (v, o) in self.owed.iter_mut().enumerate() {
-                    if v != w {
-                        o.push(run);
+                Err(TurnStop::Tail) => {
+                    if let Some(turn) = self.tail(lists, plain, fed) {
+                        return turn;
                     }
                 }
             }
-            lists.slots.push(slot);
-            if plain
-                && input.available().len() < TURN_TAIL
-                && input
-                    .size_hint()
-                    .is_some_and(|size| input.position() + (input.available().len() as u64) < size)
-            {
-                // The unread tail goes to the front of a fresh buffer; this buffer is this
-                // worker's to keep once processed.
-                let block = input.hand_over_current();
-                self.generation = input.generation();
-                self.refill = true;
-                return self.checked(block, lists, self.seq, false, fed);
+        }
+    }
+
+    /// A packet read by the turn of worker `w`, placed by the input at hand: into this
+    /// turn's list, or, when the window moved to another buffer, carried to the next
+    /// turn, which this one then ends. `Some` when the turn ends.
+    fn place(
+        &mut self,
+        w: usize,
+        lists: &mut Lists,
+        lent: Lent,
+        plain: bool,
+        fed: bool,
+    ) -> Option<Turn> {
+        let seq = self.seq;
+        self.seq += 1;
+        // Before this packet: where its ticks go depends on whose turn it is.
+        let mut found = None;
+        self.ticker
+            .before(seq, lent.meta.ts, |run| found = Some(run));
+        let Some(input) = self.source.input_mut() else {
+            self.error = Some(outside_window(seq));
+            return Some(self.end(lists, fed));
+        };
+        let Some(slot) = lent.slot(input, seq) else {
+            self.error = Some(outside_window(seq));
+            return Some(self.end(lists, fed));
+        };
+        if input.generation() != self.generation {
+            // The buffer is done: its packets are this turn's; this one and its
+            // ticks are the next turn's (every worker owes them).
+            let block = input.take_retired(self.generation);
+            self.generation = input.generation();
+            if let Some(run) = found {
+                self.owed.iter_mut().for_each(|o| o.push(run));
+            }
+            self.carried.push(slot);
+            return Some(self.checked(block, lists, seq, false, fed));
+        }
+        if let Some(run) = found {
+            lists.ticks.push((lists.slots.len(), run));
+            for (v, o) in self.owed.iter_mut().enumerate() {
+                if v != w {
+                    o.push(run);
+                }
             }
         }
+        lists.slots.push(slot);
+        self.tail(lists, plain, fed)
+    }
+
+    /// Ends the turn when the window's unread tail is short and the file goes on past
+    /// it: the tail goes to the front of a fresh buffer, and this buffer is this
+    /// worker's to keep once processed.
+    fn tail(&mut self, lists: &mut Lists, plain: bool, fed: bool) -> Option<Turn> {
+        let input = self.source.input_mut()?;
+        if plain
+            && input.available().len() < TURN_TAIL
+            && input
+                .size_hint()
+                .is_some_and(|size| input.position() + (input.available().len() as u64) < size)
+        {
+            let block = input.hand_over_current();
+            self.generation = input.generation();
+            self.refill = true;
+            return Some(self.checked(block, lists, self.seq, false, fed));
+        }
+        None
     }
 
     /// The input ended: the turn gets the last buffer with what is read of it.

@@ -684,11 +684,23 @@ impl Source {
             return each(self, f);
         }
         let compressed = self.compression != Compression::None;
+        // The file readers' loops: `f` inlined into each (a closure in argument position
+        // takes the attribute), so that what the reader built in registers reaches it
+        // there rather than through memory.
         let mut g = |p: &Packet<'_>| f(p).map_err(Stop::User);
         let run = match &mut self.kind {
-            SourceKind::Pcap(r) => r.try_for_each(&mut g),
-            SourceKind::Pcapng(r) => r.try_for_each(&mut g),
-            SourceKind::Erf(r) => r.try_for_each(&mut g),
+            SourceKind::Pcap(r) => r.try_for_each(
+                #[inline(always)]
+                |p| g(p),
+            ),
+            SourceKind::Pcapng(r) => r.try_for_each(
+                #[inline(always)]
+                |p| g(p),
+            ),
+            SourceKind::Erf(r) => r.try_for_each(
+                #[inline(always)]
+                |p| g(p),
+            ),
             SourceKind::Legacy(r) => each(r, &mut g),
             #[cfg(all(feature = "live", target_os = "linux"))]
             SourceKind::Live(c) => each(c.as_mut(), g),
