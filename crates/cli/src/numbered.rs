@@ -49,32 +49,77 @@ pub fn each_packet_joined(
     let mut source = crate::open_source(file)?;
     let mut progress = Progress::new(file, source.size_hint());
     let mut read = 0u64;
-    let error = loop {
-        progress.tick(|| source.position());
-        let packet = match source.next_packet() {
-            Ok(Some(p)) => p,
-            Ok(None) => break None,
-            Err(e) => break Some(e),
-        };
-        read += 1;
+    // One packet read: joined, filtered, handed on; `false` to stop.
+    let mut handle = |read: u64, packet: &Packet<'_>| -> Result<bool> {
+        let joined;
         let packet = match defrag.as_deref_mut() {
-            Some(d) => match d.add(&packet).packet() {
-                Some(p) => p,
-                None => continue,
+            Some(d) => match d.add(packet).packet() {
+                Some(p) => {
+                    joined = p;
+                    &joined
+                }
+                None => return Ok(true),
             },
             None => packet,
         };
         if let Some(flt) = filter.as_mut()
-            && !flt.matches(&packet)?
+            && !flt.matches(packet)?
         {
-            continue;
+            return Ok(true);
         }
-        if !f(read, &packet)? {
-            break None;
+        f(read, packet)
+    };
+    let error = if progress.is_shown() {
+        loop {
+            progress.tick(|| source.position());
+            let packet = match source.next_packet() {
+                Ok(Some(p)) => p,
+                Ok(None) => break None,
+                Err(e) => break Some(e),
+            };
+            read += 1;
+            if !handle(read, &packet)? {
+                break None;
+            }
+        }
+    } else {
+        // No bar to move: the reader's own loop (a third of the instructions a packet
+        // of `next_packet`'s, on 96-byte records).
+        let run = source.try_for_each(
+            #[inline(always)]
+            |p| {
+                read += 1;
+                match handle(read, p) {
+                    Ok(true) => Ok(()),
+                    Ok(false) => Err(Stop::Done),
+                    Err(e) => Err(Stop::Failed(e)),
+                }
+            },
+        );
+        match run {
+            Ok(_) | Err(Stop::Done) => None,
+            Err(Stop::Source(e)) => Some(e),
+            Err(Stop::Failed(e)) => return Err(e),
         }
     };
     progress.finish();
     Ok(Ended { read, error })
+}
+
+/// Why the reader's own loop stopped early.
+enum Stop {
+    /// The callback asked to stop.
+    Done,
+    /// The callback (or the filter) failed.
+    Failed(anyhow::Error),
+    /// The source is damaged: every packet before was handed on.
+    Source(tracekit::Error),
+}
+
+impl From<tracekit::Error> for Stop {
+    fn from(e: tracekit::Error) -> Stop {
+        Stop::Source(e)
+    }
 }
 
 /// A defragmenter for `--reassemble` (tracekit's defaults: BSD overlap policy, 60 s

@@ -43,6 +43,11 @@ impl Progress {
         }
     }
 
+    /// Whether a bar is shown (stderr is a terminal).
+    pub fn is_shown(&self) -> bool {
+        self.bar.is_some()
+    }
+
     /// Called once per packet with the input position.
     #[inline]
     pub fn tick(&mut self, position: impl FnOnce() -> u64) {
