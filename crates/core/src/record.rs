@@ -62,9 +62,10 @@ pub trait Window {
 
 /// A trace-file format: it parses records, one at a time, out of the input it was given.
 ///
-/// `next_record` is the format's one piece of work; opening (`start`) reads what comes
-/// before the first record (a file header, a section header) and `input` gives the
-/// reader the window the records point into.
+/// `next_record` is the format's one piece of work (`try_for_each_record` may walk many
+/// records at once); opening (`start`) reads what comes before the first record (a file
+/// header, a section header) and `input` gives the reader the window the records point
+/// into.
 pub trait RecordFormat: Sized {
     /// The byte input records are parsed from (`tracekit_io::Input`).
     type Input: Window;

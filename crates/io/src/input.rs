@@ -874,7 +874,6 @@ pub(crate) fn fault_error(
         .in_decompressed_data()
 }
 
-/// The bytes of the input as a plain stream (used to feed a decompressor).
 impl tracekit_core::Window for Input {
     #[inline(always)]
     fn window(&self, start: usize, len: usize) -> &[u8] {
@@ -882,6 +881,7 @@ impl tracekit_core::Window for Input {
     }
 }
 
+/// The bytes of the input as a plain stream (used to feed a decompressor).
 impl Read for Input {
     fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
         let have = self.fill(1).map_err(io::Error::other)?;

@@ -1005,9 +1005,8 @@ fn options_field(len: usize, order: ByteOrder) -> u32 {
         }
 }
 
-/// What a reader keeps of a packet lent from its input's window, taken while it is lent
-/// (the packet in hand, not the record stored behind it, which would be read back in
-/// pieces): the addresses and lengths of its bytes and options, and its metadata.
+/// What a reader keeps of a packet lent from its input's window, taken while it is lent:
+/// the addresses and lengths of its bytes and options, and its metadata.
 #[derive(Clone, Copy)]
 struct Lent {
     data: (usize, usize),
@@ -1391,7 +1390,8 @@ impl Ahead {
 }
 
 /// A turn over an uncompressed input ends once fewer unread bytes than this are left
-/// in the buffer (they are copied to the front of the next one).
+/// in the buffer (they are copied to the front of the next one). A turn's walk measures
+/// from the end of a packet's bytes, so it may end a block's trailer later than that.
 const TURN_TAIL: usize = 16 << 10;
 
 /// A turn's walk with the reader's own loop: where the window's buffer is, and what
@@ -1560,9 +1560,9 @@ impl Turns<'_> {
         }
         // The packets are read with the reader's own loop (`try_for_each`). Each is
         // placed by its address in the window's buffer; the loop stops at a packet
-        // outside that buffer (the window moved on) and when the window's unread tail
-        // gets short: `place` then takes over with the input at hand, as for every
-        // packet of a source without its own loop.
+        // outside that buffer (the window moved on), which `place` then places with the
+        // input at hand, and when the window's unread tail may be short, which `tail`
+        // checks exactly.
         loop {
             let Some(input) = self.source.input_mut() else {
                 self.error = Some(outside_window(self.seq));
