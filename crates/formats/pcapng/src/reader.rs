@@ -129,6 +129,34 @@ impl RecordFormat for PcapngFormat {
         Ok(reader)
     }
 
+    /// The Enhanced Packet Blocks on the interface of the one before that lie wholly in
+    /// the current window are walked in one loop (the window, its position and the
+    /// counters in registers); every other block, and a packet block that crosses the
+    /// window's end or is odd in any way, goes through `next_record`.
+    #[inline(always)]
+    fn try_for_each_record<E: From<Error>>(
+        &mut self,
+        mut f: impl FnMut(&Input, &Record, &[u8]) -> Result<(), E>,
+    ) -> Result<u64, E> {
+        // A record `next_record` read is handed to `f` in `walk_window`, first; one walk
+        // per byte order (a constant in each), as the fast path has.
+        let mut n = 0u64;
+        let mut pending = None;
+        loop {
+            let (taken, result) = match self.order {
+                ByteOrder::Little => self.walk_window(ByteOrder::Little, pending.take(), &mut f),
+                ByteOrder::Big => self.walk_window(ByteOrder::Big, pending.take(), &mut f),
+            };
+            n += taken;
+            result?;
+            let mut record = Record::EMPTY;
+            if !self.next_record(&mut record)? {
+                return Ok(n);
+            }
+            pending = Some(record);
+        }
+    }
+
     /// The fast path first, then the general block loop.
     #[inline(always)]
     fn next_record(&mut self, record: &mut Record) -> Result<bool, Error> {
@@ -328,6 +356,92 @@ impl PcapngFormat {
         self.input.consume(len);
         self.packets += 1;
         Ok(true)
+    }
+
+    /// Hands `f` the record `first` (read by `next_record`), if any, then the packet
+    /// blocks the fast path would take that lie wholly in the current window, up to the
+    /// first it would not; consumes and counts those as `next_record` does. Returns how
+    /// many records `f` took, and `f`'s error (the record it failed on is consumed).
+    #[inline(always)]
+    fn walk_window<E>(
+        &mut self,
+        order: ByteOrder,
+        mut first: Option<Record>,
+        f: &mut impl FnMut(&Input, &Record, &[u8]) -> Result<(), E>,
+    ) -> (u64, Result<(), E>) {
+        let input = &self.input;
+        let walk = !self.done && !self.first_section_pending;
+        let (window, info) = match (&self.last_interface, walk) {
+            (Some(info), true) => (input.available(), Some(info)),
+            _ => (&[][..], None),
+        };
+        let base = input.window_pos();
+        let (local, global) = (self.last_local, self.last_global);
+        let (mut off, mut consumed, mut taken) = (0usize, 0u64, 0u64);
+        let mut result = Ok(());
+        loop {
+            let (record, data) = match first.take() {
+                Some(record) => (record, input.window(record.start, record.len)),
+                None => {
+                    let (Some(info), Some(fixed)) =
+                        (info, PacketFixed::read(&window[off..], order))
+                    else {
+                        break;
+                    };
+                    let len = fixed.len;
+                    if fixed.block_type != block::EPB
+                        || len < EPB_MIN + padded(fixed.caplen)
+                        || !len.is_multiple_of(4)
+                        || len > block::MAX_BLOCK_LEN as usize
+                        || fixed.interface != local
+                        || len > window.len() - off
+                    {
+                        break;
+                    }
+                    let b = &window[off..off + len];
+                    if order.u32(&b[len - 4..]) as usize != len {
+                        break;
+                    }
+                    let (opt_at, opt_len) = fixed.options(len);
+                    let (flags, drops) = if opt_len > 0 {
+                        match packet_flags(&b[opt_at..opt_at + opt_len], order) {
+                            Some(found) => found,
+                            None => break,
+                        }
+                    } else {
+                        (0, 0)
+                    };
+                    let start = base + off;
+                    let record = Record {
+                        start: start + epb::DATA,
+                        len: fixed.caplen,
+                        meta: Meta {
+                            ts: info.timestamp(fixed.units),
+                            wire_len: fixed.wire_len,
+                            link: info.link_type,
+                            interface: global,
+                            direction: direction(flags),
+                            loss: drops.min(u64::from(u32::MAX)) as u32,
+                            kind: PacketKind::Data,
+                        },
+                        options: (start + opt_at, opt_len),
+                        order,
+                    };
+                    let data = &b[epb::DATA..epb::DATA + fixed.caplen];
+                    off += len;
+                    consumed += 1;
+                    (record, data)
+                }
+            };
+            if let Err(e) = f(input, &record, data) {
+                result = Err(e);
+                break;
+            }
+            taken += 1;
+        }
+        self.input.consume(off);
+        self.packets += consumed;
+        (taken, result)
     }
 
     /// Parses the first SHB without consuming it; returns its length.
