@@ -90,9 +90,9 @@ pub trait RecordFormat: Sized {
     /// [`next_record`](Self::next_record); a damaged one ends the walk with the error
     /// `next_record` gives.
     ///
-    /// The default calls `next_record` for each record. A format may walk the records
-    /// that lie wholly in its current window in a loop of its own, with the window in
-    /// registers, and fall back to `next_record` for the rest (pcap does).
+    /// The loop is this one for every format: `next_record` reads a record, and
+    /// [`walk_window`](Self::walk_window) hands it to `f`, then whatever records the
+    /// format takes from its window without `next_record`.
     ///
     /// `f` is given the record's captured bytes too (the window slice
     /// `record.start..record.start + record.len`).
@@ -101,15 +101,41 @@ pub trait RecordFormat: Sized {
         &mut self,
         mut f: impl FnMut(&Self::Input, &Record, &[u8]) -> Result<(), E>,
     ) -> Result<u64, E> {
+        // `f` is called in `walk_window` only, where it is inlined (a second call site
+        // kept a large `f` from being inlined at either).
         let mut n = 0u64;
+        let mut pending = None;
         loop {
+            let (taken, result) = self.walk_window(pending.take(), &mut f);
+            n += taken;
+            result?;
             let mut record = Record::EMPTY;
             if !self.next_record(&mut record)? {
                 return Ok(n);
             }
-            let input = self.input();
-            f(input, &record, input.window(record.start, record.len))?;
-            n += 1;
+            pending = Some(record);
+        }
+    }
+
+    /// Hands `f` the record `first` (read by `next_record`), if any, then the records
+    /// that lie wholly in the current window and that the format takes without
+    /// `next_record` (none by default; pcap and pcapng walk their packet records, with
+    /// the window, the position and the counters in registers), up to the first they
+    /// do not; consumes and counts those as `next_record` does. Returns how many records
+    /// `f` took, and `f`'s error (the record it failed on is consumed).
+    #[inline(always)]
+    fn walk_window<E>(
+        &mut self,
+        first: Option<Record>,
+        f: &mut impl FnMut(&Self::Input, &Record, &[u8]) -> Result<(), E>,
+    ) -> (u64, Result<(), E>) {
+        let Some(record) = first else {
+            return (0, Ok(()));
+        };
+        let input = self.input();
+        match f(input, &record, input.window(record.start, record.len)) {
+            Ok(()) => (1, Ok(())),
+            Err(e) => (0, Err(e)),
         }
     }
 

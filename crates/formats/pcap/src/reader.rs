@@ -147,29 +147,72 @@ impl RecordFormat for PcapFormat {
         self.next_record_in(record)
     }
 
-    /// The records that lie wholly in the current window are walked in one loop (the
-    /// window, its position and the counters in registers); the record that crosses the
-    /// window's end, a modified-format file's records and any record that needs a note
-    /// or an error go through `next_record`, which also moves the window on.
+    /// The standard (16-byte header) records that lie wholly in the window, up to the
+    /// first that crosses its end or would need a note or an error (none in a
+    /// modified-format file).
     #[inline(always)]
-    fn try_for_each_record<E: From<Error>>(
+    fn walk_window<E>(
         &mut self,
-        mut f: impl FnMut(&Input, &Record, &[u8]) -> Result<(), E>,
-    ) -> Result<u64, E> {
-        // `f` is called at one place only (in `walk_window`), where it is inlined: a
-        // record `next_record` read is handed to `f` there, first.
-        let mut n = 0u64;
-        let mut pending = None;
+        mut first: Option<Record>,
+        f: &mut impl FnMut(&Input, &Record, &[u8]) -> Result<(), E>,
+    ) -> (u64, Result<(), E>) {
+        let input = &self.input;
+        // A modified-format file's records (longer headers) all take `next_record`.
+        let window = if self.header.modified || self.done {
+            &[]
+        } else {
+            input.available()
+        };
+        let base = input.window_pos();
+        // Within both bounds a record needs no note: larger ones take `next_record`.
+        let limit = self.max_caplen.min(self.header.snaplen);
+        let swapped = self.swapped;
+        let link = self.header.link_type;
+        let per_sec = self.units_per_second();
+        let (mut off, mut consumed, mut overflow, mut taken) = (0usize, 0u64, 0u64, 0u64);
+        let mut result = Ok(());
         loop {
-            let (taken, result) = self.walk_window(pending.take(), &mut f);
-            n += taken;
-            result?;
-            let mut record = Record::EMPTY;
-            if !self.next_record_in(&mut record)? {
-                return Ok(n);
+            let (record, data) = match first.take() {
+                Some(record) => (record, input.window(record.start, record.len)),
+                None => {
+                    let Some(head) = window.get(off..).and_then(<[u8]>::first_chunk::<16>) else {
+                        break;
+                    };
+                    let field = |i: usize| {
+                        u32::from_ne_bytes([head[i], head[i + 1], head[i + 2], head[i + 3]])
+                    };
+                    let mut fields = [field(0), field(4), field(8), field(12)];
+                    if swapped {
+                        fields = fields.map(u32::swap_bytes);
+                    }
+                    let [ts_sec, ts_frac, caplen, wire_len] = fields;
+                    if caplen > limit || caplen > wire_len {
+                        break;
+                    }
+                    let start = off + 16;
+                    let end = start + caplen as usize;
+                    if end > window.len() {
+                        break;
+                    }
+                    let ts = self.timestamp(ts_sec, ts_frac);
+                    overflow += u64::from(u64::from(ts_frac) >= per_sec);
+                    let data = &window[start..end];
+                    off = end;
+                    consumed += 1;
+                    let meta = Meta::new(ts, wire_len, link);
+                    (Record::new(base + start, caplen as usize, meta), data)
+                }
+            };
+            if let Err(e) = f(input, &record, data) {
+                result = Err(e);
+                break;
             }
-            pending = Some(record);
+            taken += 1;
         }
+        self.input.consume(off);
+        self.packets += consumed;
+        self.notes.fraction_overflow += overflow;
+        (taken, result)
     }
 
     fn input(&self) -> &Input {
@@ -321,84 +364,6 @@ impl PcapFormat {
             TsKind::Nano => 1_000_000_000,
             TsKind::Other => self.header.resolution.units_per_second(),
         }
-    }
-
-    /// Hands `f` the record `first` (read by `next_record`), if any, then the standard
-    /// (16-byte header) records that lie wholly in the current window, up to the first
-    /// that crosses its end or would need a note or an error (none in a modified-format
-    /// file); consumes and counts those as `next_record` does. Returns how many records
-    /// `f` took, and `f`'s error (the record it failed on is consumed).
-    #[inline(always)]
-    fn walk_window<E>(
-        &mut self,
-        mut first: Option<Record>,
-        f: &mut impl FnMut(&Input, &Record, &[u8]) -> Result<(), E>,
-    ) -> (u64, Result<(), E>) {
-        let input = &self.input;
-        // A modified-format file's records (longer headers) all take `next_record`.
-        let window = if self.header.modified || self.done {
-            &[]
-        } else {
-            input.available()
-        };
-        let base = input.window_pos();
-        // Within both bounds a record needs no note: larger ones take `next_record`.
-        let limit = self.max_caplen.min(self.header.snaplen);
-        let swapped = self.swapped;
-        let link = self.header.link_type;
-        let per_sec = self.units_per_second();
-        let (mut off, mut consumed, mut overflow, mut taken) = (0usize, 0u64, 0u64, 0u64);
-        let mut result = Ok(());
-        loop {
-            let (record, data) = match first.take() {
-                Some(record) => (record, input.window(record.start, record.len)),
-                None => {
-                    let Some(head) = window.get(off..).and_then(<[u8]>::first_chunk::<16>) else {
-                        break;
-                    };
-                    let field = |i: usize| {
-                        u32::from_ne_bytes([head[i], head[i + 1], head[i + 2], head[i + 3]])
-                    };
-                    let mut fields = [field(0), field(4), field(8), field(12)];
-                    if swapped {
-                        fields = fields.map(u32::swap_bytes);
-                    }
-                    let [ts_sec, ts_frac, caplen, wire_len] = fields;
-                    if caplen > limit || caplen > wire_len {
-                        break;
-                    }
-                    let start = off + 16;
-                    let end = start + caplen as usize;
-                    if end > window.len() {
-                        break;
-                    }
-                    let ts = self.timestamp(ts_sec, ts_frac);
-                    overflow += u64::from(u64::from(ts_frac) >= per_sec);
-                    let data = &window[start..end];
-                    off = end;
-                    consumed += 1;
-                    let meta = Meta {
-                        ts,
-                        wire_len,
-                        link,
-                        interface: 0,
-                        direction: Direction::Unknown,
-                        loss: 0,
-                        kind: PacketKind::Data,
-                    };
-                    (Record::new(base + start, caplen as usize, meta), data)
-                }
-            };
-            if let Err(e) = f(input, &record, data) {
-                result = Err(e);
-                break;
-            }
-            taken += 1;
-        }
-        self.input.consume(off);
-        self.packets += consumed;
-        self.notes.fraction_overflow += overflow;
-        (taken, result)
     }
 
     #[cold]

@@ -129,31 +129,17 @@ impl RecordFormat for PcapngFormat {
         Ok(reader)
     }
 
-    /// The Enhanced Packet Blocks on the interface of the one before that lie wholly in
-    /// the current window are walked in one loop (the window, its position and the
-    /// counters in registers); every other block, and a packet block that crosses the
-    /// window's end or is odd in any way, goes through `next_record`.
+    /// The Enhanced Packet Blocks the fast path takes, one walk per byte order (a
+    /// constant in each, as in the fast path).
     #[inline(always)]
-    fn try_for_each_record<E: From<Error>>(
+    fn walk_window<E>(
         &mut self,
-        mut f: impl FnMut(&Input, &Record, &[u8]) -> Result<(), E>,
-    ) -> Result<u64, E> {
-        // A record `next_record` read is handed to `f` in `walk_window`, first; one walk
-        // per byte order (a constant in each), as the fast path has.
-        let mut n = 0u64;
-        let mut pending = None;
-        loop {
-            let (taken, result) = match self.order {
-                ByteOrder::Little => self.walk_window(ByteOrder::Little, pending.take(), &mut f),
-                ByteOrder::Big => self.walk_window(ByteOrder::Big, pending.take(), &mut f),
-            };
-            n += taken;
-            result?;
-            let mut record = Record::EMPTY;
-            if !self.next_record(&mut record)? {
-                return Ok(n);
-            }
-            pending = Some(record);
+        first: Option<Record>,
+        f: &mut impl FnMut(&Input, &Record, &[u8]) -> Result<(), E>,
+    ) -> (u64, Result<(), E>) {
+        match self.order {
+            ByteOrder::Little => self.walk_in(ByteOrder::Little, first, f),
+            ByteOrder::Big => self.walk_in(ByteOrder::Big, first, f),
         }
     }
 
@@ -299,10 +285,39 @@ impl PcapngFormat {
         order: ByteOrder,
         record: &mut Record,
     ) -> Result<bool, Error> {
-        let avail = self.input.available();
-        let Some(fixed) = PacketFixed::read(avail, order) else {
-            return Ok(false);
-        };
+        // The window already seen usually holds the whole block: no second look.
+        let (found, len) =
+            match self.fast_block(self.input.available(), order, self.input.window_pos()) {
+                Ok(found) => found,
+                Err(None) => return Ok(false),
+                Err(Some(len)) => {
+                    if self.input.fill(len)? < len {
+                        return Ok(false);
+                    }
+                    match self.fast_block(self.input.available(), order, self.input.window_pos()) {
+                        Ok(found) => found,
+                        Err(_) => return Ok(false),
+                    }
+                }
+            };
+        *record = found;
+        self.input.consume(len);
+        self.packets += 1;
+        Ok(true)
+    }
+
+    /// The block at the start of `b` (window index `start`) as the fast path takes it:
+    /// an Enhanced Packet Block on the interface of the one before, well formed, with
+    /// its length. `Err(Some(len))`: such a block, of `len` bytes, that `b` does not
+    /// hold whole; `Err(None)`: a block the general loop takes.
+    #[inline(always)]
+    fn fast_block(
+        &self,
+        b: &[u8],
+        order: ByteOrder,
+        start: usize,
+    ) -> Result<(Record, usize), Option<usize>> {
+        let fixed = PacketFixed::read(b, order).ok_or(None)?;
         let len = fixed.len;
         if fixed.block_type != block::EPB
             || len < EPB_MIN + padded(fixed.caplen)
@@ -310,35 +325,21 @@ impl PcapngFormat {
             || len > block::MAX_BLOCK_LEN as usize
             || fixed.interface != self.last_local
         {
-            return Ok(false);
+            return Err(None);
         }
-        // The window already seen usually holds the whole block: no second look.
-        let b = if avail.len() >= len {
-            &avail[..len]
-        } else {
-            if self.input.fill(len)? < len {
-                return Ok(false);
-            }
-            &self.input.available()[..len]
-        };
+        let b = b.get(..len).ok_or(Some(len))?;
         if order.u32(&b[len - 4..]) as usize != len {
-            return Ok(false);
+            return Err(None);
         }
-        let Some(info) = &self.last_interface else {
-            return Ok(false);
-        };
+        let info = self.last_interface.as_ref().ok_or(None)?;
         let (opt_at, opt_len) = fixed.options(len);
         let (flags, drops) = if opt_len > 0 {
             // Options past the block end: the general loop reports them.
-            match packet_flags(&b[opt_at..opt_at + opt_len], order) {
-                Some(found) => found,
-                None => return Ok(false),
-            }
+            packet_flags(&b[opt_at..opt_at + opt_len], order).ok_or(None)?
         } else {
             (0, 0)
         };
-        let start = self.input.window_pos();
-        *record = Record {
+        let record = Record {
             start: start + epb::DATA,
             len: fixed.caplen,
             meta: Meta {
@@ -353,17 +354,13 @@ impl PcapngFormat {
             options: (start + opt_at, opt_len),
             order,
         };
-        self.input.consume(len);
-        self.packets += 1;
-        Ok(true)
+        Ok((record, len))
     }
 
-    /// Hands `f` the record `first` (read by `next_record`), if any, then the packet
-    /// blocks the fast path would take that lie wholly in the current window, up to the
-    /// first it would not; consumes and counts those as `next_record` does. Returns how
-    /// many records `f` took, and `f`'s error (the record it failed on is consumed).
+    /// `walk_window` for one byte order: the blocks [`fast_block`](Self::fast_block)
+    /// takes that lie wholly in the window.
     #[inline(always)]
-    fn walk_window<E>(
+    fn walk_in<E>(
         &mut self,
         order: ByteOrder,
         mut first: Option<Record>,
@@ -371,63 +368,19 @@ impl PcapngFormat {
     ) -> (u64, Result<(), E>) {
         let input = &self.input;
         let walk = !self.done && !self.first_section_pending;
-        let (window, info) = match (&self.last_interface, walk) {
-            (Some(info), true) => (input.available(), Some(info)),
-            _ => (&[][..], None),
-        };
+        let window = if walk { input.available() } else { &[] };
         let base = input.window_pos();
-        let (local, global) = (self.last_local, self.last_global);
         let (mut off, mut consumed, mut taken) = (0usize, 0u64, 0u64);
         let mut result = Ok(());
         loop {
             let (record, data) = match first.take() {
                 Some(record) => (record, input.window(record.start, record.len)),
                 None => {
-                    let (Some(info), Some(fixed)) =
-                        (info, PacketFixed::read(&window[off..], order))
+                    let Ok((record, len)) = self.fast_block(&window[off..], order, base + off)
                     else {
                         break;
                     };
-                    let len = fixed.len;
-                    if fixed.block_type != block::EPB
-                        || len < EPB_MIN + padded(fixed.caplen)
-                        || !len.is_multiple_of(4)
-                        || len > block::MAX_BLOCK_LEN as usize
-                        || fixed.interface != local
-                        || len > window.len() - off
-                    {
-                        break;
-                    }
-                    let b = &window[off..off + len];
-                    if order.u32(&b[len - 4..]) as usize != len {
-                        break;
-                    }
-                    let (opt_at, opt_len) = fixed.options(len);
-                    let (flags, drops) = if opt_len > 0 {
-                        match packet_flags(&b[opt_at..opt_at + opt_len], order) {
-                            Some(found) => found,
-                            None => break,
-                        }
-                    } else {
-                        (0, 0)
-                    };
-                    let start = base + off;
-                    let record = Record {
-                        start: start + epb::DATA,
-                        len: fixed.caplen,
-                        meta: Meta {
-                            ts: info.timestamp(fixed.units),
-                            wire_len: fixed.wire_len,
-                            link: info.link_type,
-                            interface: global,
-                            direction: direction(flags),
-                            loss: drops.min(u64::from(u32::MAX)) as u32,
-                            kind: PacketKind::Data,
-                        },
-                        options: (start + opt_at, opt_len),
-                        order,
-                    };
-                    let data = &b[epb::DATA..epb::DATA + fixed.caplen];
+                    let data = &window[off + epb::DATA..][..record.len];
                     off += len;
                     consumed += 1;
                     (record, data)
