@@ -119,7 +119,7 @@ pub trait RecordFormat: Sized {
 
     /// Hands `f` the record `first` (read by `next_record`), if any, then the records
     /// that lie wholly in the current window and that the format takes without
-    /// `next_record` (none by default; pcap and pcapng walk their packet records, with
+    /// `next_record` (none by default; pcap, pcapng and ERF walk their packet records, with
     /// the window, the position and the counters in registers), up to the first they
     /// do not; consumes and counts those as `next_record` does. Returns how many records
     /// `f` took, and `f`'s error (the record it failed on is consumed).

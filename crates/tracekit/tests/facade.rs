@@ -306,7 +306,7 @@ type Seen = (Vec<u8>, u64, u32);
 fn by_next_packet(
     uri: &str,
     filter: Option<&str>,
-) -> (Vec<Seen>, Option<String>, Vec<String>, u64) {
+) -> (Vec<Seen>, Option<String>, Vec<String>, u64, u64) {
     let mut s = open_filtered(uri, filter);
     let mut got = Vec::new();
     let err = loop {
@@ -316,7 +316,59 @@ fn by_next_packet(
             Err(e) => break Some(e.to_string()),
         }
     };
-    (got, err, s.notes(), s.stats().received)
+    (got, err, s.notes(), s.stats().received, s.stats().dropped)
+}
+
+/// An ERF file of several 1 MiB windows for the ERF reader's window walk: Ethernet
+/// records of many lengths with loss counters, interface bits and card flags, among
+/// padding, IPv4 records and Ethernet records with an extension header (which the walk
+/// leaves to `next_record`), ending with a record shorter than its header.
+fn erf_of_several_windows(path: &std::path::Path) {
+    let mut out = Vec::new();
+    let mut x = 0x2545_f491_u32;
+    for i in 0..4000u32 {
+        x ^= x << 13;
+        x ^= x >> 17;
+        x ^= x << 5;
+        let (ty, ext) = match i % 50 {
+            7 => (48u8, false),
+            19 => (22, false),
+            33 => (2, true),
+            _ => (2, false),
+        };
+        let body = 20 + (x % 1400) as usize;
+        let framing = if ext { 24 } else { 16 };
+        let pad = if ty == 2 { 2 } else { 0 };
+        let rlen = framing + pad + body;
+        let ts = (u64::from(1_600_000_000 + i) << 32) | u64::from(x);
+        out.extend_from_slice(&ts.to_le_bytes());
+        out.push(if ext { ty | 0x80 } else { ty });
+        // Interface bits, and now and then "truncated" or a receive error.
+        let flags = (x >> 8) as u8 & 0x03
+            | if i % 97 == 5 { 0x08 } else { 0 }
+            | if i % 89 == 3 { 0x10 } else { 0 };
+        out.push(flags);
+        out.extend_from_slice(&(rlen as u16).to_be_bytes());
+        let lctr = if i % 13 == 0 {
+            (x >> 20) as u16 & 0xff
+        } else {
+            0
+        };
+        out.extend_from_slice(&lctr.to_be_bytes());
+        // Wire length: sometimes shorter than what was captured (FCS-less).
+        let wlen = if i % 7 == 0 { body - 4 } else { body + 4 };
+        out.extend_from_slice(&(wlen as u16).to_be_bytes());
+        if ext {
+            // One extension header (type 1, no more follow).
+            out.extend_from_slice(&[1, 0, 0, 0, 0, 0, 0, 0]);
+        }
+        out.extend(std::iter::repeat_n(0u8, pad));
+        out.extend((0..body).map(|k| (k as u32 ^ x) as u8));
+    }
+    // A last record whose length is shorter than its header.
+    out.extend_from_slice(&[0, 0, 0, 0, 0, 0, 0, 0x61, 2, 0, 0, 8, 0, 0, 0, 60]);
+    assert!(out.len() > 2 << 20);
+    std::fs::write(path, out).unwrap();
 }
 
 #[test]
@@ -334,6 +386,9 @@ fn try_for_each_meets_what_next_packet_meets_in_every_format() {
     assert!(out.status.success());
     std::fs::write(&cut_gz, out.stdout).unwrap();
     let cut_gz = cut_gz.to_str().unwrap().to_string();
+    let erf = dir.path().join("windows.erf");
+    erf_of_several_windows(&erf);
+    let erf = erf.to_str().unwrap().to_string();
     assert!(
         by_next_packet(&cut_gz, None)
             .1
@@ -365,6 +420,13 @@ fn try_for_each_meets_what_next_packet_meets_in_every_format() {
         "pcapnggen__test202_le.pcapng",
         "pcapnggen__test202_be.pcapng",
         "pcapparser__wireshark_samples-test.pcapng",
+        // And ERF's: extension headers, tunnels, provenance (META) records, fragments,
+        // and a file of several windows with losses, flags, padding and other types.
+        "erfconv__zeek__q-in-q_ext.erf",
+        "erfconv__zeek__tunnels__6in4.erf",
+        "libtrace__provenance.erf",
+        "libtrace__fragtest.erf.gz",
+        erf.as_str(),
     ] {
         let uri = if name.starts_with('/') {
             name.to_string()
@@ -372,7 +434,8 @@ fn try_for_each_meets_what_next_packet_meets_in_every_format() {
             corpus(name)
         };
         for filter in [None, Some(GREATER_100)] {
-            let (want, want_err, want_notes, want_received) = by_next_packet(&uri, filter);
+            let (want, want_err, want_notes, want_received, want_dropped) =
+                by_next_packet(&uri, filter);
             let mut s = open_filtered(&uri, filter);
             let mut got = Vec::new();
             let r = s.try_for_each(|p| {
@@ -383,10 +446,20 @@ fn try_for_each_meets_what_next_packet_meets_in_every_format() {
             if name.contains("caplen_over_snaplen") {
                 assert!(!want_notes.is_empty(), "{name}");
             }
+            if name == erf {
+                // Losses, the card's flags, padding and extension headers were met,
+                // and the damage at the end.
+                assert!(want_dropped > 0 && want_notes.len() == 3, "{want_notes:?}");
+                assert!(want_err.as_deref().is_some_and(|e| e.contains("length 8")));
+            }
             assert_eq!(s.stats().received, want_received, "{name} {filter:?}");
-            // (The modified-format file's one packet is shorter than the filter asks.)
+            assert_eq!(s.stats().dropped, want_dropped, "{name} {filter:?}");
+            // (The packets of the modified-format, 6in4 and provenance files are
+            // shorter than the filter asks.)
+            let all_short = ["modified-format", "6in4", "provenance"];
             assert!(
-                !want.is_empty() || (filter.is_some() && name.contains("modified-format")),
+                !want.is_empty()
+                    || (filter.is_some() && all_short.iter().any(|s| name.contains(s))),
                 "{name} {filter:?}"
             );
             assert!(

@@ -82,6 +82,60 @@ impl RecordFormat for ErfFormat {
         self.next_record_in(record)
     }
 
+    /// The Ethernet records without extension headers (what [`decode_ethernet`] takes)
+    /// that lie wholly in the window, up to the first record of any other kind or one
+    /// that crosses the window's end: those, padding and errors go through
+    /// `next_record`.
+    #[inline(always)]
+    fn walk_window<E>(
+        &mut self,
+        mut first: Option<Record>,
+        f: &mut impl FnMut(&Input, &Record, &[u8]) -> Result<(), E>,
+    ) -> (u64, Result<(), E>) {
+        let input = &self.input;
+        let window = if self.done { &[] } else { input.available() };
+        let base = input.window_pos();
+        let (mut off, mut consumed, mut taken) = (0usize, 0u64, 0u64);
+        let mut result = Ok(());
+        loop {
+            let (record, data) = match first.take() {
+                Some(record) => (record, input.window(record.start, record.len)),
+                None => {
+                    let Some(head) = window.get(off..).and_then(<[u8]>::first_chunk::<16>) else {
+                        break;
+                    };
+                    let rlen = usize::from(u16::from_be_bytes([
+                        head[field::RLEN.start],
+                        head[field::RLEN.start + 1],
+                    ]));
+                    let Some(b) = window.get(off..off + rlen) else {
+                        break;
+                    };
+                    // Shorter than a header, another type: `next_record` says what.
+                    let Some(rec) = decode_ethernet(b) else {
+                        break;
+                    };
+                    self.notes.count(&rec);
+                    self.lost += u64::from(rec.meta.loss);
+                    self.last_link[rec.meta.interface as usize] = Some(rec.meta.link);
+                    let record = Record::new(base + off + rec.data_at, rec.caplen, rec.meta);
+                    let data = rec.packet(b);
+                    off += rlen;
+                    consumed += 1;
+                    (record, data)
+                }
+            };
+            if let Err(e) = f(input, &record, data) {
+                result = Err(e);
+                break;
+            }
+            taken += 1;
+        }
+        self.input.consume(off);
+        self.packets += consumed;
+        (taken, result)
+    }
+
     fn input(&self) -> &Input {
         &self.input
     }
