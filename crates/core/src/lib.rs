@@ -48,6 +48,6 @@ pub use packet::{Direction, Meta, OwnedPacket, Packet, PacketKind, PacketOptions
 /// claims more as damage (see `tracekit_pcap::max_caplen_for` for the per-link bounds),
 /// and filters assume it where a trace declares no snap length.
 pub const MAX_SNAPLEN: u32 = 262_144;
-pub use record::{Record, RecordFormat, TraceInfo, Window};
+pub use record::{Record, RecordFormat, TraceInfo, Walked, Window, walk_records};
 pub use source::{CaptureSink, CaptureSource, Polled, SinkReport, Stats};
 pub use timestamp::{TimeOutOfRange, Timestamp, TsResolution};

@@ -152,6 +152,68 @@ pub trait RecordFormat: Sized {
     }
 }
 
+/// What a window walk did (see [`walk_records`]): the bytes it walked past, the records it
+/// took out of the window (`consumed`), the records `f` took (`taken`: the first one too)
+/// and `f`'s error.
+#[derive(Debug)]
+pub struct Walked<E> {
+    /// Bytes of the window walked past: what the format consumes from its input.
+    pub bytes: usize,
+    /// Records taken from the window (not counting `first`): what the format counts.
+    pub consumed: u64,
+    /// Records `f` took, `first` included.
+    pub taken: u64,
+    /// `f`'s error, on the record it failed on (which is consumed).
+    pub result: Result<(), E>,
+}
+
+/// The loop of a format's [`RecordFormat::walk_window`], written once: hands `f` the
+/// record `first` (already read by `next_record`), then, while `step` finds one, each
+/// record at byte `off` of `window` (the unread bytes of `input`'s window), until the
+/// first `step` declines or `f` fails.
+///
+/// `step(window, off)` returns a record that lies wholly in `window` from `off` (its
+/// `start` a position of `input`'s window, as `next_record` gives), its captured bytes
+/// and its length in `window`; or `None` for a record the
+/// format leaves to `next_record` (one that crosses the window's end, needs a note or an
+/// error, or is of a kind the walk does not take). `step` counts what the format counts
+/// per record; the caller consumes [`Walked::bytes`] and counts [`Walked::consumed`].
+#[inline(always)]
+pub fn walk_records<'w, I: Window, E>(
+    input: &I,
+    window: &'w [u8],
+    mut first: Option<Record>,
+    f: &mut impl FnMut(&I, &Record, &[u8]) -> Result<(), E>,
+    mut step: impl FnMut(&'w [u8], usize) -> Option<(Record, &'w [u8], usize)>,
+) -> Walked<E> {
+    let (mut off, mut consumed, mut taken) = (0usize, 0u64, 0u64);
+    let mut result = Ok(());
+    loop {
+        let (record, data) = match first.take() {
+            Some(record) => (record, input.window(record.start, record.len)),
+            None => {
+                let Some((record, data, len)) = step(window, off) else {
+                    break;
+                };
+                off += len;
+                consumed += 1;
+                (record, data)
+            }
+        };
+        if let Err(e) = f(input, &record, data) {
+            result = Err(e);
+            break;
+        }
+        taken += 1;
+    }
+    Walked {
+        bytes: off,
+        consumed,
+        taken,
+        result,
+    }
+}
+
 /// What a trace says about itself, for `info` and for writers that copy it: every
 /// format and live source describes itself through this one interface.
 pub trait TraceInfo {

@@ -303,10 +303,13 @@ type Seen = (Vec<u8>, u64, u32);
 
 /// Every packet and the error a `next_packet` loop meets, with or without a filter,
 /// and the source's notes and packet count at the end.
+/// Packets received and dropped, and the link types of the first interfaces.
+type Counts = (u64, u64, Vec<Option<tracekit::LinkType>>);
+
 fn by_next_packet(
     uri: &str,
     filter: Option<&str>,
-) -> (Vec<Seen>, Option<String>, Vec<String>, u64, u64) {
+) -> (Vec<Seen>, Option<String>, Vec<String>, Counts) {
     let mut s = open_filtered(uri, filter);
     let mut got = Vec::new();
     let err = loop {
@@ -316,7 +319,15 @@ fn by_next_packet(
             Err(e) => break Some(e.to_string()),
         }
     };
-    (got, err, s.notes(), s.stats().received, s.stats().dropped)
+    let counts = (s.stats().received, s.stats().dropped, links(&s));
+    (got, err, s.notes(), counts)
+}
+
+/// The link type of each of the first four interfaces, as the source last knew it.
+fn links(s: &tracekit::Source) -> Vec<Option<tracekit::LinkType>> {
+    (0..4)
+        .map(|i| s.interface_info(i).map(|info| info.link_type))
+        .collect()
 }
 
 /// An ERF file of several 1 MiB windows for the ERF reader's window walk: Ethernet
@@ -434,7 +445,7 @@ fn try_for_each_meets_what_next_packet_meets_in_every_format() {
             corpus(name)
         };
         for filter in [None, Some(GREATER_100)] {
-            let (want, want_err, want_notes, want_received, want_dropped) =
+            let (want, want_err, want_notes, (want_received, want_dropped, want_links)) =
                 by_next_packet(&uri, filter);
             let mut s = open_filtered(&uri, filter);
             let mut got = Vec::new();
@@ -454,6 +465,7 @@ fn try_for_each_meets_what_next_packet_meets_in_every_format() {
             }
             assert_eq!(s.stats().received, want_received, "{name} {filter:?}");
             assert_eq!(s.stats().dropped, want_dropped, "{name} {filter:?}");
+            assert_eq!(links(&s), want_links, "{name} {filter:?}");
             // (The packets of the modified-format, 6in4 and provenance files are
             // shorter than the filter asks.)
             let all_short = ["modified-format", "6in4", "provenance"];

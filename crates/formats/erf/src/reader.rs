@@ -1,7 +1,7 @@
 //! Zero-copy ERF reader.
 
 use tracekit_core::{
-    Error, InterfaceInfo, LinkType, Record, RecordFormat, TraceInfo, TsResolution,
+    Error, InterfaceInfo, LinkType, Record, RecordFormat, TraceInfo, TsResolution, walk_records,
 };
 use tracekit_io::{Input, Reader};
 
@@ -83,57 +83,57 @@ impl RecordFormat for ErfFormat {
     }
 
     /// The Ethernet records without extension headers (what [`decode_ethernet`] takes)
-    /// that lie wholly in the window, up to the first record of any other kind or one
-    /// that crosses the window's end: those, padding and errors go through
-    /// `next_record`.
+    /// that lie wholly in the window, up to the first record of any other kind, one
+    /// that crosses the window's end, one with a loss count or the card's error flags,
+    /// or the first of an interface whose latest record was of another link type: those,
+    /// padding and errors go through `next_record`.
     #[inline(always)]
     fn walk_window<E>(
         &mut self,
-        mut first: Option<Record>,
+        first: Option<Record>,
         f: &mut impl FnMut(&Input, &Record, &[u8]) -> Result<(), E>,
     ) -> (u64, Result<(), E>) {
         let input = &self.input;
         let window = if self.done { &[] } else { input.available() };
         let base = input.window_pos();
-        let (mut off, mut consumed, mut taken) = (0usize, 0u64, 0u64);
-        let mut result = Ok(());
-        loop {
-            let (record, data) = match first.take() {
-                Some(record) => (record, input.window(record.start, record.len)),
-                None => {
-                    let Some(head) = window.get(off..).and_then(<[u8]>::first_chunk::<16>) else {
-                        break;
-                    };
-                    let rlen = usize::from(u16::from_be_bytes([
-                        head[field::RLEN.start],
-                        head[field::RLEN.start + 1],
-                    ]));
-                    let Some(b) = window.get(off..off + rlen) else {
-                        break;
-                    };
-                    // Shorter than a header, another type: `next_record` says what.
-                    let Some(rec) = decode_ethernet(b) else {
-                        break;
-                    };
-                    self.notes.count(&rec);
-                    self.lost += u64::from(rec.meta.loss);
-                    self.last_link[rec.meta.interface as usize] = Some(rec.meta.link);
-                    let record = Record::new(base + off + rec.data_at, rec.caplen, rec.meta);
-                    let data = rec.packet(b);
-                    off += rlen;
-                    consumed += 1;
-                    (record, data)
+        // Interfaces whose latest record was Ethernet: their records change nothing of
+        // `last_link` (the others' first record takes `next_record`, which notes it).
+        let ethernet = self
+            .last_link
+            .iter()
+            .enumerate()
+            .filter(|(_, l)| **l == Some(LinkType::ETHERNET))
+            .fold(0u8, |m, (i, _)| m | 1 << i);
+        let walked = walk_records(
+            input,
+            window,
+            first,
+            f,
+            #[inline(always)]
+            |window, off| {
+                let head = window.get(off..).and_then(<[u8]>::first_chunk::<16>)?;
+                let rlen = usize::from(u16::from_be_bytes([
+                    head[field::RLEN.start],
+                    head[field::RLEN.start + 1],
+                ]));
+                // Shorter than a header, another type: `next_record` says what.
+                let b = window.get(off..off + rlen)?;
+                let rec = decode_ethernet(b)?;
+                // Losses and the card's flags (rare) are counted by `next_record`: the
+                // walk keeps no counter but its own.
+                if rec.meta.loss != 0
+                    || rec.flags & 0x38 != 0
+                    || ethernet & (1 << rec.meta.interface) == 0
+                {
+                    return None;
                 }
-            };
-            if let Err(e) = f(input, &record, data) {
-                result = Err(e);
-                break;
-            }
-            taken += 1;
-        }
-        self.input.consume(off);
-        self.packets += consumed;
-        (taken, result)
+                let record = Record::new(base + off + rec.data_at, rec.caplen, rec.meta);
+                Some((record, rec.packet(b), rlen))
+            },
+        );
+        self.input.consume(walked.bytes);
+        self.packets += walked.consumed;
+        (walked.taken, walked.result)
     }
 
     fn input(&self) -> &Input {

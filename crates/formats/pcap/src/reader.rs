@@ -2,7 +2,7 @@
 
 use tracekit_core::{
     Direction, Error, InterfaceInfo, LinkType, Meta, PacketKind, Record, RecordFormat, Timestamp,
-    TraceInfo, TsResolution,
+    TraceInfo, TsResolution, walk_records,
 };
 use tracekit_io::{Input, Reader};
 
@@ -153,7 +153,7 @@ impl RecordFormat for PcapFormat {
     #[inline(always)]
     fn walk_window<E>(
         &mut self,
-        mut first: Option<Record>,
+        first: Option<Record>,
         f: &mut impl FnMut(&Input, &Record, &[u8]) -> Result<(), E>,
     ) -> (u64, Result<(), E>) {
         let input = &self.input;
@@ -169,50 +169,42 @@ impl RecordFormat for PcapFormat {
         let swapped = self.swapped;
         let link = self.header.link_type;
         let per_sec = self.units_per_second();
-        let (mut off, mut consumed, mut overflow, mut taken) = (0usize, 0u64, 0u64, 0u64);
-        let mut result = Ok(());
-        loop {
-            let (record, data) = match first.take() {
-                Some(record) => (record, input.window(record.start, record.len)),
-                None => {
-                    let Some(head) = window.get(off..).and_then(<[u8]>::first_chunk::<16>) else {
-                        break;
-                    };
-                    let field = |i: usize| {
-                        u32::from_ne_bytes([head[i], head[i + 1], head[i + 2], head[i + 3]])
-                    };
-                    let mut fields = [field(0), field(4), field(8), field(12)];
-                    if swapped {
-                        fields = fields.map(u32::swap_bytes);
-                    }
-                    let [ts_sec, ts_frac, caplen, wire_len] = fields;
-                    if caplen > limit || caplen > wire_len {
-                        break;
-                    }
-                    let start = off + 16;
-                    let end = start + caplen as usize;
-                    if end > window.len() {
-                        break;
-                    }
-                    let ts = self.timestamp(ts_sec, ts_frac);
-                    overflow += u64::from(u64::from(ts_frac) >= per_sec);
-                    let data = &window[start..end];
-                    off = end;
-                    consumed += 1;
-                    let meta = Meta::new(ts, wire_len, link);
-                    (Record::new(base + start, caplen as usize, meta), data)
+        let mut overflow = 0u64;
+        let walked = walk_records(
+            input,
+            window,
+            first,
+            f,
+            #[inline(always)]
+            |window, off| {
+                let head = window.get(off..).and_then(<[u8]>::first_chunk::<16>)?;
+                let field =
+                    |i: usize| u32::from_ne_bytes([head[i], head[i + 1], head[i + 2], head[i + 3]]);
+                let mut fields = [field(0), field(4), field(8), field(12)];
+                if swapped {
+                    fields = fields.map(u32::swap_bytes);
                 }
-            };
-            if let Err(e) = f(input, &record, data) {
-                result = Err(e);
-                break;
-            }
-            taken += 1;
-        }
-        self.input.consume(off);
-        self.packets += consumed;
+                let [ts_sec, ts_frac, caplen, wire_len] = fields;
+                if caplen > limit || caplen > wire_len {
+                    return None;
+                }
+                let start = off + 16;
+                let end = start + caplen as usize;
+                if end > window.len() {
+                    return None;
+                }
+                let data = &window[start..end];
+                let ts = self.timestamp(ts_sec, ts_frac);
+                overflow += u64::from(u64::from(ts_frac) >= per_sec);
+                let meta = Meta::new(ts, wire_len, link);
+                let record = Record::new(base + start, caplen as usize, meta);
+                Some((record, data, 16 + caplen as usize))
+            },
+        );
+        self.input.consume(walked.bytes);
+        self.packets += walked.consumed;
         self.notes.fraction_overflow += overflow;
-        (taken, result)
+        (walked.taken, walked.result)
     }
 
     fn input(&self) -> &Input {

@@ -2,7 +2,7 @@
 
 use tracekit_core::{
     ByteOrder, Direction, Error, InterfaceInfo, LinkType, Meta, PacketKind, PacketOptions, Record,
-    RecordFormat, Timestamp, TraceInfo, TsResolution,
+    RecordFormat, Timestamp, TraceInfo, TsResolution, walk_records,
 };
 use tracekit_io::{Input, Reader};
 
@@ -363,38 +363,28 @@ impl PcapngFormat {
     fn walk_in<E>(
         &mut self,
         order: ByteOrder,
-        mut first: Option<Record>,
+        first: Option<Record>,
         f: &mut impl FnMut(&Input, &Record, &[u8]) -> Result<(), E>,
     ) -> (u64, Result<(), E>) {
         let input = &self.input;
         let walk = !self.done && !self.first_section_pending;
         let window = if walk { input.available() } else { &[] };
         let base = input.window_pos();
-        let (mut off, mut consumed, mut taken) = (0usize, 0u64, 0u64);
-        let mut result = Ok(());
-        loop {
-            let (record, data) = match first.take() {
-                Some(record) => (record, input.window(record.start, record.len)),
-                None => {
-                    let Ok((record, len)) = self.fast_block(&window[off..], order, base + off)
-                    else {
-                        break;
-                    };
-                    let data = &window[off + epb::DATA..][..record.len];
-                    off += len;
-                    consumed += 1;
-                    (record, data)
-                }
-            };
-            if let Err(e) = f(input, &record, data) {
-                result = Err(e);
-                break;
-            }
-            taken += 1;
-        }
-        self.input.consume(off);
-        self.packets += consumed;
-        (taken, result)
+        let this = &*self;
+        let walked = walk_records(
+            input,
+            window,
+            first,
+            f,
+            #[inline(always)]
+            |window, off| {
+                let (record, len) = this.fast_block(&window[off..], order, base + off).ok()?;
+                Some((record, &window[off + epb::DATA..][..record.len], len))
+            },
+        );
+        self.input.consume(walked.bytes);
+        self.packets += walked.consumed;
+        (walked.taken, walked.result)
     }
 
     /// Parses the first SHB without consuming it; returns its length.
