@@ -119,8 +119,9 @@ pub trait RecordFormat: Sized {
 
     /// Hands `f` the record `first` (read by `next_record`), if any, then the records
     /// that lie wholly in the current window and that the format takes without
-    /// `next_record` (none by default; pcap, pcapng and ERF walk their packet records, with
-    /// the window, the position and the counters in registers), up to the first they
+    /// `next_record` (none by default; pcap and pcapng walk their packet records, ERF its
+    /// plain Ethernet records, with the window, the position and the counters in
+    /// registers, through [`walk_records`]), up to the first they
     /// do not; consumes and counts those as `next_record` does. Returns how many records
     /// `f` took, and `f`'s error (the record it failed on is consumed).
     #[inline(always)]
@@ -173,11 +174,13 @@ pub struct Walked<E> {
 /// first `step` declines or `f` fails.
 ///
 /// `step(window, off)` returns a record that lies wholly in `window` from `off` (its
-/// `start` a position of `input`'s window, as `next_record` gives), its captured bytes
-/// and its length in `window`; or `None` for a record the
-/// format leaves to `next_record` (one that crosses the window's end, needs a note or an
-/// error, or is of a kind the walk does not take). `step` counts what the format counts
-/// per record; the caller consumes [`Walked::bytes`] and counts [`Walked::consumed`].
+/// `start` a position of `input`'s window, as `next_record` gives), its captured bytes,
+/// and the bytes the record occupies in `window` (its header and padding included, more
+/// than 0); or `None` for a record the format leaves to `next_record` (one that crosses
+/// the window's end, needs a note or an error, or is of a kind the walk does not take).
+/// `step` counts what the format counts per record, only for a record it returns (the
+/// one it declines is counted again by `next_record`); the caller consumes
+/// [`Walked::bytes`] and counts [`Walked::consumed`].
 #[inline(always)]
 pub fn walk_records<'w, I: Window, E>(
     input: &I,
@@ -195,6 +198,7 @@ pub fn walk_records<'w, I: Window, E>(
                 let Some((record, data, len)) = step(window, off) else {
                     break;
                 };
+                debug_assert!(len > 0, "a walk step that takes no bytes");
                 off += len;
                 consumed += 1;
                 (record, data)

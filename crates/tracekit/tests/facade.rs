@@ -262,28 +262,41 @@ fn try_for_each_lends_every_packet_and_stops_at_the_first_error() {
         .unwrap_err();
     assert_eq!(seen, 199, "{err}");
     assert!(err.to_string().contains("record"), "{err}");
-    // An error of `f` stops at its packet.
-    let mut s = tracekit::open(&corpus("libtrace__100_packets.pcap")).unwrap();
-    let mut seen = 0;
-    let r: Result<u64, Box<dyn std::error::Error>> = s.try_for_each(|_| {
-        seen += 1;
-        match seen {
-            7 => Err("enough".into()),
-            _ => Ok(()),
+    // An error of `f` stops at its packet, in each reader's walk; the failing packet
+    // stays the current one, and the next `next_packet` gives the one after it, as
+    // after `next_packet`.
+    for name in [
+        "libtrace__100_packets.pcap",
+        "libtrace__100_packets.erf",
+        "pcapparser__wireshark_samples-test.pcapng",
+    ] {
+        let mut s = tracekit::open(&corpus(name)).unwrap();
+        let mut seen = 0;
+        let r: Result<u64, Box<dyn std::error::Error>> = s.try_for_each(|_| {
+            seen += 1;
+            match seen {
+                7 => Err("enough".into()),
+                _ => Ok(()),
+            }
+        });
+        assert_eq!(r.unwrap_err().to_string(), "enough", "{name}");
+        assert_eq!(seen, 7, "{name}");
+        let mut by_next = tracekit::open(&corpus(name)).unwrap();
+        for _ in 0..7 {
+            by_next.next_packet().unwrap();
         }
-    });
-    assert_eq!(r.unwrap_err().to_string(), "enough");
-    assert_eq!(seen, 7);
-    // The failing packet stays the current one, as after `next_packet`.
-    let mut by_next = tracekit::open(&corpus("libtrace__100_packets.pcap")).unwrap();
-    for _ in 0..7 {
-        by_next.next_packet().unwrap();
+        let current =
+            |s: &tracekit::Source| s.current_packet().map(|p| (p.data().to_vec(), *p.meta()));
+        let want = current(&by_next);
+        assert!(want.is_some() && current(&s) == want, "{name}");
+        let next = |s: &mut tracekit::Source| {
+            s.next_packet()
+                .unwrap()
+                .map(|p| (p.data().to_vec(), *p.meta()))
+        };
+        let want = next(&mut by_next);
+        assert!(want.is_some() && next(&mut s) == want, "{name}");
     }
-    let want = by_next
-        .current_packet()
-        .map(|p| (p.data().to_vec(), p.ts()));
-    let got = s.current_packet().map(|p| (p.data().to_vec(), p.ts()));
-    assert!(want.is_some() && got == want);
 }
 
 /// `tcpdump -ddd greater 100`: a filter for any link type.
@@ -298,14 +311,15 @@ fn open_filtered(uri: &str, filter: Option<&str>) -> tracekit::Source {
     }
 }
 
-/// What a packet loop saw of a packet: its bytes, time stamp and wire length.
-type Seen = (Vec<u8>, u64, u32);
+/// What a packet loop saw of a packet: its bytes, its time stamp in nanoseconds and its
+/// metadata (time stamp, wire length, link type, interface, direction, loss, kind).
+type Seen = (Vec<u8>, u64, tracekit::Meta);
 
-/// Every packet and the error a `next_packet` loop meets, with or without a filter,
-/// and the source's notes and packet count at the end.
 /// Packets received and dropped, and the link types of the first interfaces.
 type Counts = (u64, u64, Vec<Option<tracekit::LinkType>>);
 
+/// Every packet and the error a `next_packet` loop meets, with or without a filter,
+/// and the source's notes and counts at the end.
 fn by_next_packet(
     uri: &str,
     filter: Option<&str>,
@@ -314,7 +328,7 @@ fn by_next_packet(
     let mut got = Vec::new();
     let err = loop {
         match s.next_packet() {
-            Ok(Some(p)) => got.push((p.data().to_vec(), p.ts().as_unix_nanos(), p.wire_len())),
+            Ok(Some(p)) => got.push((p.data().to_vec(), p.ts().as_unix_nanos(), *p.meta())),
             Ok(None) => break None,
             Err(e) => break Some(e.to_string()),
         }
@@ -450,7 +464,7 @@ fn try_for_each_meets_what_next_packet_meets_in_every_format() {
             let mut s = open_filtered(&uri, filter);
             let mut got = Vec::new();
             let r = s.try_for_each(|p| {
-                got.push((p.data().to_vec(), p.ts().as_unix_nanos(), p.wire_len()));
+                got.push((p.data().to_vec(), p.ts().as_unix_nanos(), *p.meta()));
                 Ok::<(), tracekit::Error>(())
             });
             assert_eq!(s.notes(), want_notes, "{name} {filter:?}");

@@ -85,8 +85,8 @@ impl RecordFormat for ErfFormat {
     /// The Ethernet records without extension headers (what [`decode_ethernet`] takes)
     /// that lie wholly in the window, up to the first record of any other kind, one
     /// that crosses the window's end, one with a loss count or the card's error flags,
-    /// or the first of an interface whose latest record was of another link type: those,
-    /// padding and errors go through `next_record`.
+    /// or the first of an interface whose latest record was of another link type (or
+    /// that had none yet): those, padding and errors go through `next_record`.
     #[inline(always)]
     fn walk_window<E>(
         &mut self,
