@@ -397,10 +397,20 @@ impl<'a> ByteRun<'a> {
 /// the next chunk (or of the input).
 struct Job {
     index: usize,
-    data: Vec<u8>,
+    /// The bytes are `buf[..len]`; the rest of the buffer is room kept initialised for
+    /// the next job it carries (not cleared and zeroed again for each).
+    buf: Vec<u8>,
+    len: usize,
     eof: bool,
-    /// A read error after `data` (then `eof` is set).
+    /// A read error after the bytes (then `eof` is set).
     read_error: Option<String>,
+}
+
+impl Job {
+    /// The chunk's compressed bytes (and the next chunk's).
+    fn data(&self) -> &[u8] {
+        &self.buf[..self.len]
+    }
 }
 
 /// How a speculative decode ended.
@@ -441,7 +451,7 @@ fn work(job: Job, cfg: &Config, narrow_buf: Vec<u8>, wide_buf: Vec<u16>) -> Chun
         end: End::Failed,
         job,
     };
-    let data = &out.job.data;
+    let data = out.job.data();
     let eof = out.job.eof;
     let stop = cfg.chunk * 8;
     if out.job.index == 0 {
@@ -525,7 +535,10 @@ fn narrow(
     stop: usize,
     cap: usize,
 ) -> End {
-    let mut limit = (data.len() * 4).clamp(1 << 16, cap.max(1 << 16));
+    // Room for three times the chunk's compressed bytes at first, doubled when it fills:
+    // room that is not used still costs its zeroing and page faults (sized by the whole
+    // job, four times the chunk, those were 6 % of T6's samples).
+    let mut limit = (3 * (stop / 8)).clamp(1 << 16, cap.max(1 << 16));
     loop {
         match run.run(engine, data, eof, limit, prefix, stop) {
             Ok(Halt::Full) if limit < cap => {
@@ -568,8 +581,10 @@ fn wide(
             return Ok(WideEnd::Halt(Halt::Full));
         }
         if out.len() < limit + OVERSHOOT {
-            // Room for the usual expansion at once: growing copies and clears again.
-            let usual = 3 * data.len().saturating_sub(stop / 8);
+            // Room for twice the chunk at once (packet traces inflate 1.2-2.5 times at
+            // level 6): growing copies and clears again, and room never used costs its
+            // zeroing and page faults (three times the chunk was 3 % slower on T6).
+            let usual = 2 * data.len().saturating_sub(stop / 8);
             out.resize((limit + OVERSHOOT).max(out.len() * 2).max(usual), 0);
         }
         let hist = History { prefix, floor: 0 };
@@ -764,7 +779,7 @@ fn resolve(job: Resolve) {
         base,
     };
     let _ = wide_pool.try_send(chunk.wide);
-    let _ = data_pool.try_send(chunk.job.data);
+    let _ = data_pool.try_send(chunk.job.buf);
     let _ = reply.send([first, second]);
 }
 
@@ -831,8 +846,8 @@ impl Sequencer<'_> {
         let trail = match r.end {
             End::Trailing(at) => Some((
                 base + at as u64,
-                preview(&r.job.data[at..]),
-                base + r.job.data.len() as u64,
+                preview(&r.job.data()[at..]),
+                base + r.job.len as u64,
                 r.job.eof,
             )),
             _ => None,
@@ -867,7 +882,7 @@ impl Sequencer<'_> {
         } else {
             self.slide_segs(&r.narrow, &r.segs);
             let _ = self.wide_pool.try_send(r.wide);
-            let _ = self.data_pool.try_send(r.job.data);
+            let _ = self.data_pool.try_send(r.job.buf);
             let bytes = Bytes {
                 buf: r.narrow,
                 segs: r.segs,
@@ -928,7 +943,7 @@ impl Sequencer<'_> {
             let mut run = ByteRun::new(&mut buf);
             let result = run.run(
                 &mut engine,
-                &job.data,
+                job.data(),
                 job.eof,
                 DECOMPRESSED_BLOCK,
                 &window,
@@ -958,8 +973,8 @@ impl Sequencer<'_> {
                     break Flow::Stop;
                 }
                 Ok(Halt::Trailing(at)) => {
-                    let end = base + job.data.len() as u64;
-                    let preview = preview(&job.data[at..]);
+                    let end = base + job.len as u64;
+                    let preview = preview(&job.data()[at..]);
                     break self.trailing(base + at as u64, preview, end, job.eof, results);
                 }
                 Err(damage) => {
@@ -978,7 +993,7 @@ impl Sequencer<'_> {
                 }
             }
         };
-        (flow, job.data)
+        (flow, job.buf)
     }
 
     /// Reports the bytes from compressed offset `at` (the input is read up to `covered`,
@@ -996,7 +1011,7 @@ impl Sequencer<'_> {
         let mut count = covered - at;
         while !eof && count <= COUNT_LIMIT {
             let Some(r) = results() else { break };
-            let end = self.base(r.job.index) + r.job.data.len() as u64;
+            let end = self.base(r.job.index) + r.job.len as u64;
             count += end.saturating_sub(covered);
             covered = covered.max(end);
             eof = r.job.eof;
@@ -1090,42 +1105,53 @@ fn read_jobs(
     used: &Receiver<Vec<u8>>,
     deal: &mut dyn FnMut(Job) -> bool,
 ) {
-    // Appends up to `chunk` bytes (without clearing the room first).
-    let mut fill = |buf: &mut Vec<u8>| -> Result<(), String> {
-        (&mut raw)
-            .take(chunk as u64)
-            .read_to_end(buf)
-            .map(|_| ())
-            .map_err(|e| e.to_string())
-    };
-    let buffer = || match used.try_recv() {
-        Ok(mut v) => {
-            v.clear();
-            v
+    // Reads up to `chunk` bytes after `buf[..*len]`, into room that stays initialised
+    // from job to job (`read_to_end` through `dyn Read` would zero it for every job: 3 %
+    // of T6's samples).
+    let mut fill = |buf: &mut Vec<u8>, len: &mut usize| -> Result<(), String> {
+        let want = *len + chunk;
+        if buf.len() < want {
+            buf.resize(want, 0);
         }
-        Err(_) => Vec::with_capacity(2 * chunk),
+        while *len < want {
+            match raw.read(&mut buf[*len..want]) {
+                Ok(0) => break,
+                Ok(n) => *len += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e.to_string()),
+            }
+        }
+        Ok(())
     };
+    let buffer = || used.try_recv().unwrap_or_default();
     let mut data = buffer();
-    let mut read_error = fill(&mut data).err();
+    let mut len = 0;
+    let mut read_error = fill(&mut data, &mut len).err();
     let mut index = 0;
     loop {
-        if read_error.is_none() && data.len() == chunk {
-            read_error = fill(&mut data).err();
+        if read_error.is_none() && len == chunk {
+            read_error = fill(&mut data, &mut len).err();
         }
-        let eof = read_error.is_some() || data.len() < 2 * chunk;
-        let rest = data.get(chunk..).unwrap_or_default();
+        let eof = read_error.is_some() || len < 2 * chunk;
+        let rest = data.get(chunk..len).unwrap_or_default();
         let mut next = buffer();
-        next.extend_from_slice(rest);
+        if next.len() < rest.len() {
+            next.resize(2 * chunk, 0);
+        }
+        next[..rest.len()].copy_from_slice(rest);
+        let next_len = rest.len();
         let job = Job {
             index,
-            data,
+            buf: data,
+            len,
             eof,
             read_error: read_error.clone(),
         };
-        if !deal(job) || next.is_empty() {
+        if !deal(job) || next_len == 0 {
             return;
         }
         data = next;
+        len = next_len;
         index += 1;
     }
 }
