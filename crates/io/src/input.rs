@@ -884,6 +884,36 @@ impl tracekit_core::Window for Input {
 /// The bytes of the input as a plain stream (used to feed a decompressor).
 impl Read for Input {
     fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+        // Nothing in the window and a read of a block or more (a parallel decompressor
+        // reading its compressed chunks): straight from the stream into `out`, without
+        // the copy through the window.
+        if self.pos == self.end
+            && !self.eof
+            && out.len() >= BLOCK_SIZE
+            && self.sharing.is_none()
+            && let Backing::Stream(reader) = &mut self.backing
+        {
+            self.base += self.pos as u64;
+            self.pos = 0;
+            self.end = 0;
+            loop {
+                match reader.read(out) {
+                    Ok(k) => {
+                        self.eof = k == 0;
+                        self.base += k as u64;
+                        return Ok(k);
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    Err(e) => {
+                        return Err(io::Error::other(
+                            Error::from(e)
+                                .with_shared_path(self.path.as_ref())
+                                .with_offset(self.base),
+                        ));
+                    }
+                }
+            }
+        }
         let have = self.fill(1).map_err(io::Error::other)?;
         let n = have.min(out.len());
         out[..n].copy_from_slice(&self.available()[..n]);
@@ -935,6 +965,39 @@ mod tests {
         assert!(!read.is_mapped());
         exercise(read, &data);
         exercise(Input::from_reader(io::Cursor::new(data.clone())), &data);
+    }
+
+    #[test]
+    fn large_reads_past_an_empty_window_keep_bytes_and_position() {
+        // `Read` in odd sizes: small ones through the window, large ones (a block or
+        // more, once the window is empty) straight from the stream.
+        let data = sample(5 * BLOCK_SIZE + 777);
+        let mut f = tempfile::NamedTempFile::new().unwrap();
+        f.write_all(&data).unwrap();
+        f.flush().unwrap();
+        for mut input in [
+            Input::open(f.path(), ReadMode::Read).unwrap(),
+            Input::open(f.path(), ReadMode::Mmap).unwrap(),
+            Input::from_reader(io::Cursor::new(data.clone())),
+        ] {
+            let mut got = Vec::new();
+            // A large read first (empty window), then one through it, one that empties
+            // it, a large one again, a small one.
+            let sizes = [2 * BLOCK_SIZE, 100, BLOCK_SIZE - 100, BLOCK_SIZE + 1, 3];
+            let mut buf = vec![0u8; 2 * BLOCK_SIZE];
+            for i in 0.. {
+                let want = sizes[i % sizes.len()];
+                let k = input.read(&mut buf[..want]).unwrap();
+                if k == 0 {
+                    break;
+                }
+                got.extend_from_slice(&buf[..k]);
+                assert_eq!(input.position(), got.len() as u64);
+            }
+            assert!(got == data);
+            assert_eq!(input.fill(1).unwrap(), 0);
+            assert_eq!(input.read(&mut buf).unwrap(), 0);
+        }
     }
 
     #[test]
