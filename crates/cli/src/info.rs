@@ -70,27 +70,15 @@ pub fn run(args: InfoArgs) -> Result<Outcome> {
         };
         let mut summary = Summary::default();
         let mut progress = Progress::new(file, source.size_hint());
-        let error = if progress.is_shown() {
-            loop {
-                match source.next_packet() {
-                    Ok(Some(p)) => summary.add(&p),
-                    Ok(None) => break None,
-                    Err(e) => break Some(e),
-                }
-                progress.tick(|| source.position());
-            }
-        } else {
-            // No bar to move: the reader's own loop.
-            source
-                .try_for_each(
-                    #[inline(always)]
-                    |p| {
-                        summary.add(p);
-                        Ok::<(), tracekit::Error>(())
-                    },
-                )
-                .err()
-        };
+        let error = crate::numbered::read_all(
+            &mut source,
+            &mut progress,
+            #[inline(always)]
+            |p| {
+                summary.add(p);
+                Ok(true)
+            },
+        )?;
         progress.finish();
         if summary.link_types.is_empty() {
             summary.link_types.extend(source.declared_link_type());

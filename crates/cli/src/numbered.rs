@@ -69,41 +69,54 @@ pub fn each_packet_joined(
         }
         f(read, packet)
     };
-    let error = if progress.is_shown() {
+    let error = read_all(
+        &mut source,
+        &mut progress,
+        #[inline(always)]
+        |packet| {
+            read += 1;
+            handle(read, packet)
+        },
+    )?;
+    progress.finish();
+    Ok(Ended { read, error })
+}
+
+/// Hands every packet of `source` to `f` until the end, the first damage (returned) or
+/// `f`'s `false` or error. With a bar on the terminal: a `next_packet` loop that moves the
+/// bar; without: the reader's own loop (a third of the instructions a packet of
+/// `next_packet`'s, on 96-byte records).
+pub fn read_all(
+    source: &mut tracekit::Source,
+    progress: &mut Progress,
+    mut f: impl FnMut(&Packet<'_>) -> Result<bool>,
+) -> Result<Option<tracekit::Error>> {
+    if progress.is_shown() {
         loop {
             progress.tick(|| source.position());
             let packet = match source.next_packet() {
                 Ok(Some(p)) => p,
-                Ok(None) => break None,
-                Err(e) => break Some(e),
+                Ok(None) => return Ok(None),
+                Err(e) => return Ok(Some(e)),
             };
-            read += 1;
-            if !handle(read, &packet)? {
-                break None;
+            if !f(&packet)? {
+                return Ok(None);
             }
         }
-    } else {
-        // No bar to move: the reader's own loop (a third of the instructions a packet
-        // of `next_packet`'s, on 96-byte records).
-        let run = source.try_for_each(
-            #[inline(always)]
-            |p| {
-                read += 1;
-                match handle(read, p) {
-                    Ok(true) => Ok(()),
-                    Ok(false) => Err(Stop::Done),
-                    Err(e) => Err(Stop::Failed(e)),
-                }
-            },
-        );
-        match run {
-            Ok(_) | Err(Stop::Done) => None,
-            Err(Stop::Source(e)) => Some(e),
-            Err(Stop::Failed(e)) => return Err(e),
-        }
-    };
-    progress.finish();
-    Ok(Ended { read, error })
+    }
+    let run = source.try_for_each(
+        #[inline(always)]
+        |p| match f(p) {
+            Ok(true) => Ok(()),
+            Ok(false) => Err(Stop::Done),
+            Err(e) => Err(Stop::Failed(e)),
+        },
+    );
+    match run {
+        Ok(_) | Err(Stop::Done) => Ok(None),
+        Err(Stop::Source(e)) => Ok(Some(e)),
+        Err(Stop::Failed(e)) => Err(e),
+    }
 }
 
 /// Why the reader's own loop stopped early.

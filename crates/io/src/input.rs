@@ -952,12 +952,18 @@ mod tests {
         (0..len).map(|i| (i * 31 % 251) as u8).collect()
     }
 
+    /// A temporary file holding `data`.
+    fn file_of(data: &[u8]) -> tempfile::NamedTempFile {
+        let mut f = tempfile::NamedTempFile::new().unwrap();
+        f.write_all(data).unwrap();
+        f.flush().unwrap();
+        f
+    }
+
     #[test]
     fn stream_and_map_give_the_same_bytes() {
         let data = sample(3 * BLOCK_SIZE + 12345);
-        let mut f = tempfile::NamedTempFile::new().unwrap();
-        f.write_all(&data).unwrap();
-        f.flush().unwrap();
+        let f = file_of(&data);
         let mapped = Input::open(f.path(), ReadMode::Mmap).unwrap();
         assert!(mapped.is_mapped());
         exercise(mapped, &data);
@@ -972,9 +978,7 @@ mod tests {
         // `Read` in odd sizes: small ones through the window, large ones (a block or
         // more, once the window is empty) straight from the stream.
         let data = sample(5 * BLOCK_SIZE + 777);
-        let mut f = tempfile::NamedTempFile::new().unwrap();
-        f.write_all(&data).unwrap();
-        f.flush().unwrap();
+        let f = file_of(&data);
         for mut input in [
             Input::open(f.path(), ReadMode::Read).unwrap(),
             Input::open(f.path(), ReadMode::Mmap).unwrap(),
@@ -1003,9 +1007,7 @@ mod tests {
     #[test]
     fn shrinking_below_the_read_position_is_reported_not_fatal() {
         let data = sample(8 * BLOCK_SIZE);
-        let mut f = tempfile::NamedTempFile::new().unwrap();
-        f.write_all(&data).unwrap();
-        f.flush().unwrap();
+        let f = file_of(&data);
         let mut input = Input::open(f.path(), ReadMode::Mmap).unwrap();
         // Read well into the file, then cut it to less than what was read.
         let mut read = 0;
@@ -1049,9 +1051,7 @@ mod tests {
         ];
         for size in sizes {
             let data = sample(size);
-            let mut f = tempfile::NamedTempFile::new().unwrap();
-            f.write_all(&data).unwrap();
-            f.flush().unwrap();
+            let f = file_of(&data);
             for mode in [ReadMode::Read, ReadMode::Mmap] {
                 let mut runner = TestRunner::new(Config::with_cases(16));
                 runner
@@ -1208,9 +1208,7 @@ mod tests {
             buffers > 3,
             "the window moved through several buffers ({buffers})"
         );
-        let mut f = tempfile::NamedTempFile::new().unwrap();
-        f.write_all(&data).unwrap();
-        f.flush().unwrap();
+        let f = file_of(&data);
         assert!(
             !Input::open(f.path(), ReadMode::Mmap)
                 .unwrap()
@@ -1283,9 +1281,7 @@ mod tests {
     fn bytes_read_ahead_and_fed_come_out_in_order() {
         use std::os::unix::fs::FileExt;
         let data = sample(5 * BLOCK_SIZE + 777);
-        let mut f = tempfile::NamedTempFile::new().unwrap();
-        f.write_all(&data).unwrap();
-        f.flush().unwrap();
+        let f = file_of(&data);
         let mut input = Input::open(f.path(), ReadMode::Read).unwrap();
         assert!(input.read_ahead_file().is_none(), "only when sharing");
         assert!(input.share_windows());
@@ -1380,9 +1376,7 @@ mod tests {
     #[test]
     fn shrinking_mapped_file_is_reported_not_fatal() {
         let data = sample(8 * BLOCK_SIZE);
-        let mut f = tempfile::NamedTempFile::new().unwrap();
-        f.write_all(&data).unwrap();
-        f.flush().unwrap();
+        let f = file_of(&data);
         let mut input = Input::open(f.path(), ReadMode::Mmap).unwrap();
         assert!(input.is_mapped());
         assert!(input.fill(100).unwrap() >= 100);
