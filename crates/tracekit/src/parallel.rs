@@ -1116,6 +1116,19 @@ struct Lists {
     ticks: Vec<(usize, TickRun)>,
 }
 
+impl Lists {
+    /// Ticks that come before the next packet of worker `w`'s turn: in its own list, at
+    /// that packet; every other worker owes them.
+    fn tick(&mut self, run: TickRun, owed: &mut [Vec<TickRun>], w: usize) {
+        self.ticks.push((self.slots.len(), run));
+        for (v, o) in owed.iter_mut().enumerate() {
+            if v != w {
+                o.push(run);
+            }
+        }
+    }
+}
+
 /// A worker's items for one batch (with their order keys), and its progress.
 struct Done<T> {
     worker: usize,
@@ -1434,14 +1447,8 @@ impl Walk<'_> {
         let n = *self.seq;
         *self.seq += 1;
         let (lists, owed, w) = (&mut *self.lists, &mut *self.owed, self.w);
-        self.ticker.before(n, p.ts(), |run| {
-            lists.ticks.push((lists.slots.len(), run));
-            for (v, o) in owed.iter_mut().enumerate() {
-                if v != w {
-                    o.push(run);
-                }
-            }
-        });
+        self.ticker
+            .before(n, p.ts(), |run| lists.tick(run, owed, w));
         lists.slots.push(Slot {
             seq: n,
             start: start as u32,
@@ -1662,12 +1669,7 @@ impl Turns<'_> {
             return Some(self.checked(block, lists, seq, false, fed));
         }
         if let Some(run) = found {
-            lists.ticks.push((lists.slots.len(), run));
-            for (v, o) in self.owed.iter_mut().enumerate() {
-                if v != w {
-                    o.push(run);
-                }
-            }
+            lists.tick(run, &mut self.owed, w);
         }
         lists.slots.push(slot);
         self.tail(lists, plain, fed)
