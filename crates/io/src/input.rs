@@ -644,9 +644,7 @@ impl Input {
                         Ok(k) => self.end += k,
                         Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                         Err(e) => {
-                            return Err(Error::from(e)
-                                .with_shared_path(self.path.as_ref())
-                                .with_offset(self.base + self.end as u64));
+                            return Err(self.read_failure(e));
                         }
                     }
                 }
@@ -654,6 +652,14 @@ impl Input {
             Backing::Blocks(_) => self.fill_blocks(n)?,
         }
         Ok(self.end - self.pos)
+    }
+
+    /// A failed `read()` of the stream, where the window's bytes end.
+    #[cold]
+    fn read_failure(&self, e: io::Error) -> Error {
+        Error::from(e)
+            .with_shared_path(self.path.as_ref())
+            .with_offset(self.base + self.end as u64)
     }
 
     /// Blocks: walks decompressed blocks in place; a structure that straddles two blocks
@@ -904,13 +910,7 @@ impl Read for Input {
                         return Ok(k);
                     }
                     Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                    Err(e) => {
-                        return Err(io::Error::other(
-                            Error::from(e)
-                                .with_shared_path(self.path.as_ref())
-                                .with_offset(self.base),
-                        ));
-                    }
+                    Err(e) => return Err(io::Error::other(self.read_failure(e))),
                 }
             }
         }
