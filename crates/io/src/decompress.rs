@@ -171,17 +171,7 @@ impl<R: Read> Lookahead<R> {
             if self.buf.len() < n {
                 self.buf.resize(n, 0);
             }
-            while self.end < n {
-                match self.inner.read(&mut self.buf[self.end..]) {
-                    Ok(0) => {
-                        self.eof = true;
-                        break;
-                    }
-                    Ok(k) => self.end += k,
-                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                    Err(e) => return Err(e),
-                }
-            }
+            self.eof = crate::read_until(&mut self.inner, &mut self.buf, &mut self.end, n)?;
         }
         Ok(&self.buf[self.pos..self.end])
     }
@@ -534,18 +524,8 @@ fn drain(
             buf.resize(DECOMPRESSED_BLOCK, 0);
         }
         let mut len = 0;
-        let mut failure = None;
-        while len < buf.len() {
-            match decoder.read(&mut buf[len..]) {
-                Ok(0) => break,
-                Ok(n) => len += n,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => {
-                    failure = Some(e);
-                    break;
-                }
-            }
-        }
+        let want = buf.len();
+        let failure = crate::read_until(decoder, &mut buf, &mut len, want).err();
         let ended = len < buf.len();
         if len > 0 && !emit(Piece::Data(buf, len)) {
             return false;
@@ -1129,14 +1109,9 @@ fn inflate_in_blocks(
         let mut buf = buffer();
         buf.resize(DECOMPRESSED_BLOCK, 0);
         let mut len = 0;
-        while len < buf.len() {
-            match inflate.read(&mut buf[len..]) {
-                Ok(0) => break,
-                Ok(k) => len += k,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(format!("its deflate data is invalid: {e}")),
-            }
-        }
+        let want = buf.len();
+        crate::read_until(&mut inflate, &mut buf, &mut len, want)
+            .map_err(|e| format!("its deflate data is invalid: {e}"))?;
         if len == 0 {
             break;
         }

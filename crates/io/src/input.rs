@@ -635,18 +635,9 @@ impl Input {
                 if self.buf.len() < want_len {
                     grow_zeroed(&mut self.buf, want_len);
                 }
-                while self.end < n {
-                    match reader.read(&mut self.buf[self.end..]) {
-                        Ok(0) => {
-                            self.eof = true;
-                            break;
-                        }
-                        Ok(k) => self.end += k,
-                        Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                        Err(e) => {
-                            return Err(self.read_failure(e));
-                        }
-                    }
+                match crate::read_until(reader, &mut self.buf, &mut self.end, n) {
+                    Ok(ended) => self.eof = ended,
+                    Err(e) => return Err(self.read_failure(e)),
                 }
             }
             Backing::Blocks(_) => self.fill_blocks(n)?,

@@ -51,6 +51,26 @@ pub mod pargzip;
 mod reader;
 
 pub use compress::{CompressOptions, GZIP_MEMBER_SUBFIELD, ParallelWriter};
+
+/// Reads from `r` into `buf[*len..]` until `*len` reaches `want` (reads may go past it,
+/// up to the end of `buf`) or the stream ends; returns whether it ended. `*len` counts
+/// every byte read, those before an error too. Retries interrupted reads.
+pub(crate) fn read_until<R: std::io::Read + ?Sized>(
+    r: &mut R,
+    buf: &mut [u8],
+    len: &mut usize,
+    want: usize,
+) -> std::io::Result<bool> {
+    while *len < want {
+        match r.read(&mut buf[*len..]) {
+            Ok(0) => return Ok(true),
+            Ok(k) => *len += k,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(false)
+}
 pub use compression::Compression;
 pub use decompress::{DECOMPRESSED_BLOCK, MAX_SPLIT_MEMBER, MAX_WHOLE_INFLATE, decompress_here};
 pub use input::{BLOCK_SIZE, Input, ReadMode};

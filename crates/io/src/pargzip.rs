@@ -1113,15 +1113,9 @@ fn read_jobs(
         if buf.len() < want {
             buf.resize(want, 0);
         }
-        while *len < want {
-            match raw.read(&mut buf[*len..want]) {
-                Ok(0) => break,
-                Ok(n) => *len += n,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(e.to_string()),
-            }
-        }
-        Ok(())
+        crate::read_until(&mut raw, &mut buf[..want], len, want)
+            .map(|_| ())
+            .map_err(|e| e.to_string())
     };
     let buffer = || used.try_recv().unwrap_or_default();
     let mut data = buffer();
