@@ -30,11 +30,13 @@ pub(crate) const OVERSHOOT: usize = 258 + 8;
 /// Size of the deflate window.
 pub(crate) const WINDOW: usize = 32768;
 
-// Table entry layout: bits 0-4 the code length to consume (0: no code here), bits 8-11
-// extra bits of a length/distance, one bit for the kind (so that each test is one
-// instruction; a literal's is the sign bit), bits 16-30 the value (literal, length or
-// distance base, or the sub-table offset). A sub-table pointer holds the sub-table's
-// index bits in bits 0-4.
+// Table entry layout: bits 0-4 the bits to consume, the code's length plus the extra
+// bits of a length or distance (0: no code here), bits 8-11 the code's length, one bit
+// for the kind (so that each test is one instruction; a literal's is the sign bit), bits
+// 16-30 the value (literal, length or distance base, or the sub-table offset). A
+// sub-table pointer holds the sub-table's index bits in bits 0-4. One shift thus consumes
+// a length or distance code with its extra bits (as libdeflate's tables do), and the next
+// look-up need not wait for the extra bits to be taken.
 const KIND_LIT: u32 = 1 << 31;
 const KIND_LEN: u32 = 1 << 12;
 const KIND_EOB: u32 = 1 << 13;
@@ -204,6 +206,15 @@ impl<'a> Bits<'a> {
         self.n -= k;
     }
 
+    /// Consumes the code length of table entry `e` (bits 0-4; bits 5-7 are zero, so the
+    /// shift needs no mask of its own: x86 shifts by the count modulo 64). This takes an
+    /// instruction off the chain from one table look-up to the next.
+    #[inline(always)]
+    fn consume_entry(&mut self, e: u32) {
+        self.buf >>= e & 63;
+        self.n -= e & 0x1f;
+    }
+
     /// Takes `k` ≤ 32 bits; the buffer must hold them.
     #[inline(always)]
     fn take(&mut self, k: u32) -> u32 {
@@ -254,7 +265,7 @@ fn build(
         }
     }
     // Sub-table sizes: the longest code under each root prefix.
-    let mut longest = [0u8; 1 << 10];
+    let mut longest = [0u8; 1 << LIT_BITS];
     for (sym, &l) in lens.iter().enumerate() {
         if u32::from(l) > root {
             let p = (codes[sym] & ((1 << root) - 1)) as usize;
@@ -280,7 +291,8 @@ fn build(
         }
         let l = u32::from(l);
         let e = match entry(sym) {
-            Some(e) => e | l,
+            // The extra bits' count is in bits 0-4 already.
+            Some(e) => (e + l) | (l << 8),
             None => 0,
         };
         let c = codes[sym];
@@ -338,14 +350,22 @@ fn lit_entry(sym: usize) -> Option<u32> {
         256 => Some(KIND_EOB),
         257..=285 => {
             let i = sym - 257;
-            Some(KIND_LEN | (u32::from(LEN_EXTRA[i]) << 8) | (u32::from(LEN_BASE[i]) << 16))
+            Some(KIND_LEN | u32::from(LEN_EXTRA[i]) | (u32::from(LEN_BASE[i]) << 16))
         }
         _ => None,
     }
 }
 
 fn dist_entry(sym: usize) -> Option<u32> {
-    (sym < 30).then(|| (u32::from(DIST_EXTRA[sym]) << 8) | (u32::from(DIST_BASE[sym]) << 16))
+    (sym < 30).then(|| u32::from(DIST_EXTRA[sym]) | (u32::from(DIST_BASE[sym]) << 16))
+}
+
+/// The value of a length or distance entry `e` whose code and extra bits were the low
+/// bits of `saved`: the base plus the extra bits.
+#[inline(always)]
+fn value(e: u32, saved: u64) -> usize {
+    let extra = (saved & ((1u64 << (e & 0x1f)) - 1)) >> ((e >> 8) & 0xf);
+    ((e >> 16) & VALUE_MASK) as usize + extra as usize
 }
 
 /// Looks `bits` up in a two-level table; returns the entry (0 for no code).
@@ -613,17 +633,17 @@ impl Inflater {
             let mut e = lookup(lit, bits.buf, LIT_BITS);
             if is_literal(e) {
                 // Up to three literals from one refill (15 bits each at most).
-                bits.consume(e & 0x1f);
+                bits.consume_entry(e);
                 out[n] = T::literal((e >> 16) as u8);
                 n += 1;
                 e = lookup(lit, bits.buf, LIT_BITS);
                 if is_literal(e) {
-                    bits.consume(e & 0x1f);
+                    bits.consume_entry(e);
                     out[n] = T::literal((e >> 16) as u8);
                     n += 1;
                     e = lookup(lit, bits.buf, LIT_BITS);
                     if is_literal(e) {
-                        bits.consume(e & 0x1f);
+                        bits.consume_entry(e);
                         out[n] = T::literal((e >> 16) as u8);
                         n += 1;
                         continue 'fast;
@@ -644,13 +664,14 @@ impl Inflater {
                     what: "an invalid literal/length code",
                 });
             }
-            bits.consume(l);
+            let saved = bits.buf;
+            bits.consume_entry(e);
             if e & KIND_EOB != 0 {
                 *len = n;
                 self.bit = bits.bit();
                 return Ok(Flow::EndOfBlock);
             }
-            let length = ((e >> 16) & VALUE_MASK) as usize + bits.take((e >> 8) & 0xf) as usize;
+            let length = value(e, saved);
             let d = lookup(dist_table, bits.buf, DIST_BITS);
             let dl = d & 0x1f;
             if dl == 0 {
@@ -661,8 +682,9 @@ impl Inflater {
                     what: "an invalid distance code",
                 });
             }
-            bits.consume(dl);
-            let distance = ((d >> 16) & VALUE_MASK) as usize + bits.take((d >> 8) & 0xf) as usize;
+            let saved = bits.buf;
+            bits.consume_entry(d);
+            let distance = value(d, saved);
             if distance <= n - hist.floor {
                 let src = n - distance;
                 if distance >= 8 {
@@ -737,7 +759,8 @@ impl Inflater {
                 (bits.pos, bits.buf, bits.n) = saved;
                 break r;
             }
-            bits.consume(l);
+            let before = bits.buf;
+            bits.consume_entry(e);
             if e & KIND_EOB != 0 {
                 if bits.overrun() {
                     (bits.pos, bits.buf, bits.n) = saved;
@@ -745,7 +768,7 @@ impl Inflater {
                 }
                 break Ok(Flow::EndOfBlock);
             }
-            let length = ((e >> 16) & VALUE_MASK) as usize + bits.take((e >> 8) & 0xf) as usize;
+            let length = value(e, before);
             let d = lookup(dist_table, bits.buf, DIST_BITS);
             let dl = d & 0x1f;
             if dl == 0 {
@@ -753,8 +776,9 @@ impl Inflater {
                 (bits.pos, bits.buf, bits.n) = saved;
                 break r;
             }
-            bits.consume(dl);
-            let distance = ((d >> 16) & VALUE_MASK) as usize + bits.take((d >> 8) & 0xf) as usize;
+            let before = bits.buf;
+            bits.consume_entry(d);
+            let distance = value(d, before);
             if bits.overrun() {
                 (bits.pos, bits.buf, bits.n) = saved;
                 break Ok(Flow::NeedInput);
@@ -899,6 +923,50 @@ fn plausible_dynamic(data: &[u8], at: usize) -> bool {
     !bits.overrun()
         && check_code(&lens[..hlit], true).is_ok()
         && check_code(&lens[hlit..total], true).is_ok()
+}
+
+/// Entry points for `benches/inflate.rs` (not part of the API): the decoder's two loops
+/// on a raw deflate stream, as the parallel gzip reader's workers run them.
+#[doc(hidden)]
+pub mod bench {
+    use super::*;
+
+    /// Decodes `data` to its final block into `out` as bytes; returns the output length.
+    pub fn bytes(data: &[u8], out: &mut Vec<u8>) -> usize {
+        run_all(data, 0, out, &[])
+    }
+
+    /// Decodes `data` from the first block start the finder finds at or after bit
+    /// `from`, with an unknown window (16-bit output, markers for the window); returns
+    /// the output length, or 0 when no block start is found.
+    pub fn markers(data: &[u8], from: usize, out: &mut Vec<u16>) -> usize {
+        let Some(at) = find_block(data, from, data.len() * 8) else {
+            return 0;
+        };
+        let prefix: Vec<u16> = (0..WINDOW).map(|j| 256 + j as u16).collect();
+        run_all(data, at, out, &prefix)
+    }
+
+    /// Where the block finder finds the first block start at or after `from`.
+    pub fn find(data: &[u8], from: usize) -> Option<usize> {
+        find_block(data, from, data.len() * 8)
+    }
+
+    fn run_all<T: Symbol>(data: &[u8], at: usize, out: &mut Vec<T>, prefix: &[T]) -> usize {
+        let mut inf = Inflater::new(at);
+        let mut len = 0;
+        let hist = History { prefix, floor: 0 };
+        loop {
+            if out.len() < len + (1 << 20) + OVERSHOOT {
+                out.resize((len + (1 << 20) + OVERSHOOT) * 2, T::default());
+            }
+            let limit = out.len() - OVERSHOOT;
+            match inf.run(data, out, &mut len, limit, &hist, usize::MAX) {
+                Ok(Stop::OutputFull) => {}
+                _ => return len,
+            }
+        }
+    }
 }
 
 #[cfg(test)]

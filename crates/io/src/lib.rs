@@ -73,6 +73,9 @@ pub(crate) fn read_until<R: std::io::Read + ?Sized>(
 }
 pub use compression::Compression;
 pub use decompress::{DECOMPRESSED_BLOCK, MAX_SPLIT_MEMBER, MAX_WHOLE_INFLATE, decompress_here};
+/// The deflate decoder's loops, for `benches/inflate.rs` only.
+#[doc(hidden)]
+pub use inflate::bench as inflate_bench;
 pub use input::{BLOCK_SIZE, Input, ReadMode};
 pub use output::{BufferExchange, RecordBuffer, WRITE_BUFFER, count_record};
 pub use reader::Reader;

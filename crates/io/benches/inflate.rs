@@ -1,0 +1,102 @@
+//! The deflate decoder of the parallel gzip reader (`tracekit_io::inflate`), one thread,
+//! its two loops side by side in one run, against flate2 (zlib-rs) on the same stream:
+//!
+//! - `inflate/bytes`: from the stream's start, byte output (a chunk whose window is known);
+//! - `inflate/markers`: from the first block start found after 1 MiB, 16-bit output with
+//!   the unknown window as markers (what a worker does with every chunk but the first);
+//! - `inflate/find`: the block finder's search from 64 positions spread over the stream;
+//! - `inflate/flate2`: zlib-rs on the whole raw stream.
+//!
+//! The input is the corpus pcaps (`../shared/corpus` or `$TRACEKIT_CORPUS`) repeated to
+//! about 24 MB, deflated at level 6; without the corpus, generated text.
+
+use std::hint::black_box;
+use std::io::{Read, Write};
+
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use tracekit_io::inflate_bench as bench;
+
+fn plain() -> Vec<u8> {
+    let dir = std::env::var("TRACEKIT_CORPUS").unwrap_or_else(|_| {
+        concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/corpus").to_string()
+    });
+    let mut pcaps: Vec<Vec<u8>> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "pcap"))
+        .filter_map(|p| std::fs::read(p).ok())
+        .collect();
+    if pcaps.is_empty() {
+        pcaps.push(
+            (0..1_000_000u32)
+                .flat_map(|i| format!("line {i} of generated text {}\n", i % 97).into_bytes())
+                .collect(),
+        );
+    }
+    let mut out = Vec::new();
+    while out.len() < 24 << 20 {
+        for p in &pcaps {
+            out.extend_from_slice(p);
+        }
+    }
+    out
+}
+
+fn bench_inflate(c: &mut Criterion) {
+    let data = plain();
+    let mut w = flate2::write::DeflateEncoder::new(Vec::new(), flate2::Compression::new(6));
+    w.write_all(&data).unwrap();
+    let packed = w.finish().unwrap();
+    let mut bytes = Vec::new();
+    assert_eq!(bench::bytes(&packed, &mut bytes), data.len());
+    assert_eq!(&bytes[..data.len()], &data[..]);
+    let mut marks = Vec::new();
+    let tail = bench::markers(&packed, 8 << 20, &mut marks);
+    assert!(tail > 0 && tail < data.len());
+
+    let mut group = c.benchmark_group("inflate");
+    group.sample_size(10);
+    group.throughput(Throughput::Bytes(data.len() as u64));
+    group.bench_function("flate2", |b| {
+        let mut buf = vec![0u8; 1 << 20];
+        b.iter(|| {
+            let mut d = flate2::read::DeflateDecoder::new(&packed[..]);
+            let mut total = 0;
+            loop {
+                let n = d.read(&mut buf).unwrap();
+                if n == 0 {
+                    break;
+                }
+                total += n;
+            }
+            black_box(total)
+        })
+    });
+    group.bench_function("bytes", |b| {
+        b.iter(|| black_box(bench::bytes(&packed, &mut bytes)))
+    });
+    group.throughput(Throughput::Bytes(tail as u64));
+    group.bench_function("markers", |b| {
+        b.iter(|| black_box(bench::markers(&packed, 8 << 20, &mut marks)))
+    });
+    group.finish();
+
+    let mut group = c.benchmark_group("inflate");
+    group.sample_size(10);
+    let step = packed.len() * 8 / 64;
+    group.bench_function("find", |b| {
+        b.iter(|| {
+            let mut sum = 0usize;
+            for k in 0..64 {
+                sum += bench::find(&packed, k * step).unwrap_or(0);
+            }
+            black_box(sum)
+        })
+    });
+    group.finish();
+}
+
+criterion_group!(benches, bench_inflate);
+criterion_main!(benches);
