@@ -838,62 +838,121 @@ enum Flow {
 /// The first bit at or after `from` (and before `to`) where a block that [`findable_at`]
 /// recognises plausibly starts: a non-final dynamic block whose header builds valid
 /// codes, or a non-final stored block with zero padding and a matching length check.
-/// Cheap filters come first: a table over the 13 bits of BFINAL, BTYPE, HLIT and HDIST.
+///
+/// The search takes 64 bit positions at a time. Cheap filters mark the candidates in a
+/// mask without a branch per position: a table over the 13 bits of BFINAL, BTYPE, HLIT
+/// and HDIST for dynamic blocks (about one position in nine passes), and for stored
+/// blocks a test per byte of LEN against its complement, which marks the eight
+/// positions a header ending at that byte could start at. Only the marked positions
+/// get the full checks, in order.
 pub(crate) fn find_block(data: &[u8], from: usize, to: usize) -> Option<usize> {
-    static FILTER: std::sync::OnceLock<Box<[bool; 1 << 13]>> = std::sync::OnceLock::new();
-    let filter = FILTER.get_or_init(|| {
-        let mut t = Box::new([false; 1 << 13]);
-        for (i, v) in t.iter_mut().enumerate() {
-            let hlit = (i >> 3) & 0x1f;
-            let hdist = (i >> 8) & 0x1f;
-            *v = i & 7 == 0b100 && hlit <= 29 && hdist <= 29;
-        }
-        t
-    });
+    let filter = &HEADER_FILTER;
     let to = to.min(data.len() * 8);
-    // What a code-length code length takes from the Kraft sum (out of 128).
-    const KRAFT: [i32; 8] = [0, 64, 32, 16, 8, 4, 2, 1];
+    // Windows of 64 positions start at a byte boundary.
     let mut byte = from / 8;
-    let mut first = from % 8;
     while byte * 8 < to {
-        let word = load64(data, byte);
-        for s in first..8 {
-            let at = byte * 8 + s;
-            if at >= to {
-                return None;
+        let mut mask = 0u64;
+        for g in 0..8 {
+            // At least 21 bits: eight positions and the 13 bits after the last.
+            let v = load64(data, byte + g);
+            for s in 0..8 {
+                mask |= u64::from(filter[(v >> s) as usize & 0x1fff]) << (8 * g + s);
             }
-            // At least 57 bits of the candidate: its 17 header bits and the HCLEN field.
-            let v = word >> s;
-            if filter[(v & 0x1fff) as usize] {
-                // The code-length code must be complete: up to 19 × 3 bits from bit 17,
-                // again within one load.
-                let hclen = ((v >> 13) & 0xf) as usize + 4;
-                let cl = load64(data, (at + 17) / 8) >> ((at + 17) % 8);
-                let mut left = 128;
-                for k in 0..hclen {
-                    left -= KRAFT[((cl >> (3 * k)) & 7) as usize];
-                }
-                if left == 0 && plausible_dynamic(data, at) {
-                    return Some(at);
-                }
-            } else if v & 7 == 0 {
-                // Stored: zero padding to the byte boundary, then LEN and its complement.
-                let pad = (8 - (at + 3) % 8) % 8;
-                if (v >> 3) & ((1 << pad) - 1) == 0 {
-                    let b = (at + 3 + pad) / 8;
-                    if let Some(h) = data.get(b..b + 4)
-                        && h[0] == !h[2]
-                        && h[1] == !h[3]
-                    {
-                        return Some(at);
+        }
+        // A stored block's LEN starts at a byte `b`, after 3 header bits and 0-7 padding
+        // bits: the header starts at one of the 8 positions 8b - 10 ..= 8b - 3.
+        for b in byte + 1..byte + 10 {
+            if let Some(h) = data.get(b..b + 4)
+                && h[0] == !h[2]
+                && h[1] == !h[3]
+            {
+                let last = b * 8 - 3;
+                for at in last.saturating_sub(7)..=last {
+                    if let Some(i) = at.checked_sub(byte * 8).filter(|&i| i < 64) {
+                        mask |= 1 << i;
                     }
                 }
             }
         }
-        first = 0;
-        byte += 1;
+        let first = from.saturating_sub(byte * 8);
+        if first > 0 {
+            mask &= !0u64 << first;
+        }
+        let span = to - byte * 8;
+        if span < 64 {
+            mask &= (1u64 << span) - 1;
+        }
+        while mask != 0 {
+            let at = byte * 8 + mask.trailing_zeros() as usize;
+            if block_at(data, at, filter) {
+                return Some(at);
+            }
+            mask &= mask - 1;
+        }
+        byte += 8;
     }
     None
+}
+
+/// A table over the first 13 bits of a block header (BFINAL, BTYPE, HLIT, HDIST): 1
+/// where a non-final dynamic block with allowed counts could start.
+static HEADER_FILTER: [u8; 1 << 13] = {
+    let mut t = [0u8; 1 << 13];
+    let mut i = 0;
+    while i < t.len() {
+        let hlit = (i >> 3) & 0x1f;
+        let hdist = (i >> 8) & 0x1f;
+        t[i] = (i & 7 == 0b100 && hlit <= 29 && hdist <= 29) as u8;
+        i += 1;
+    }
+    t
+};
+
+/// What four 3-bit code-length code lengths take from the Kraft sum (out of 128: a
+/// length `l` takes `128 >> l`, a length 0 nothing), for each 12-bit group.
+static KRAFT4: [u16; 1 << 12] = {
+    let mut t = [0u16; 1 << 12];
+    let mut i = 0;
+    while i < t.len() {
+        let mut k = 0;
+        while k < 4 {
+            let l = (i >> (3 * k)) & 7;
+            if l > 0 {
+                t[i] += 128 >> l;
+            }
+            k += 1;
+        }
+        i += 1;
+    }
+    t
+};
+
+/// The full check of a candidate position of [`find_block`].
+fn block_at(data: &[u8], at: usize, filter: &[u8; 1 << 13]) -> bool {
+    // At least 57 bits of the candidate: its 17 header bits and the HCLEN field.
+    let v = load64(data, at / 8) >> (at % 8);
+    if filter[(v & 0x1fff) as usize] != 0 {
+        // The code-length code must be complete: up to 19 × 3 bits from bit 17,
+        // again within one load, summed four lengths at a time.
+        let hclen = ((v >> 13) & 0xf) as usize + 4;
+        let cl = load64(data, (at + 17) / 8) >> ((at + 17) % 8);
+        let cl = cl & ((1u64 << (3 * hclen)) - 1);
+        let sum: u16 = (0..5)
+            .map(|g| KRAFT4[(cl >> (12 * g)) as usize & 0xfff])
+            .sum();
+        sum == 128 && plausible_dynamic(data, at)
+    } else if v & 7 == 0 {
+        // Stored: zero padding to the byte boundary, then LEN and its complement.
+        let pad = (8 - (at + 3) % 8) % 8;
+        if (v >> 3) & ((1 << pad) - 1) != 0 {
+            return false;
+        }
+        let b = (at + 3 + pad) / 8;
+        data.get(b..b + 4)
+            .is_some_and(|h| h[0] == !h[2] && h[1] == !h[3])
+    } else {
+        false
+    }
 }
 
 /// Eight bytes from `at`, little-endian, zeros past the end.
@@ -1019,6 +1078,65 @@ mod tests {
             for data in [text(300_000), vec![7u8; 100_000], b"a".to_vec(), Vec::new()] {
                 let packed = deflate(&data, level);
                 assert_eq!(inflate_all(&packed).unwrap(), data, "level {level}");
+            }
+        }
+    }
+
+    #[test]
+    fn kraft_groups_sum_as_the_lengths_one_by_one() {
+        let mut x = 7u64;
+        for _ in 0..20_000 {
+            x = x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+            for hclen in 4..=19 {
+                let cl = x & ((1u64 << (3 * hclen)) - 1);
+                let one_by_one: u32 = (0..hclen)
+                    .map(|k| match (cl >> (3 * k)) & 7 {
+                        0 => 0,
+                        l => 128 >> l,
+                    })
+                    .sum();
+                let grouped: u32 = (0..5)
+                    .map(|g| u32::from(KRAFT4[(cl >> (12 * g)) as usize & 0xfff]))
+                    .sum();
+                assert_eq!(grouped, one_by_one, "{cl:x} {hclen}");
+            }
+        }
+    }
+
+    #[test]
+    fn the_masked_search_finds_what_a_check_of_every_position_finds() {
+        // Deflate data, random bytes, and bytes rich in stored-header look-alikes
+        // (LEN/NLEN pairs, zero runs); searches from every offset of a sample.
+        let mut x = 99u32;
+        let mut random = || {
+            x = x.wrapping_mul(1_103_515_245).wrapping_add(12345);
+            (x >> 16) as u8
+        };
+        let noise: Vec<u8> = (0..20_000).map(|_| random()).collect();
+        let mut stored = Vec::new();
+        for k in 0..2_000u16 {
+            let len = k.wrapping_mul(7919);
+            stored.push(random() & 0xf8);
+            stored.extend_from_slice(&len.to_le_bytes());
+            stored.extend_from_slice(&(!len).to_le_bytes());
+            stored.extend(std::iter::repeat_n(0, usize::from(k % 3)));
+        }
+        let filter = &HEADER_FILTER;
+        for data in [
+            deflate(&text(200_000), 6),
+            deflate(&text(50_000), 1),
+            noise,
+            stored,
+        ] {
+            let end = data.len() * 8;
+            for from in (0..end)
+                .step_by(997)
+                .chain([0, 1, 7, end - 70, end - 3, end])
+            {
+                for to in [end, from + 1, from + 64, from + 200] {
+                    let want = (from..to.min(end)).find(|&at| block_at(&data, at, filter));
+                    assert_eq!(find_block(&data, from, to), want, "from {from} to {to}");
+                }
             }
         }
     }
