@@ -81,6 +81,25 @@ fn bench_inflate(c: &mut Criterion) {
     group.bench_function("markers", |b| {
         b.iter(|| black_box(bench::markers(&packed, 8 << 20, &mut marks)))
     });
+    // Two streams: from the start and from the block after 8 MiB, one after the other
+    // and side by side.
+    let mut whole = Vec::new();
+    let head = bench::markers(&packed, 0, &mut whole);
+    let mut outs = [Vec::new(), Vec::new()];
+    let (pa, pb) = bench::markers_pair(&packed, 8 << 20, &mut outs);
+    assert_eq!((pa, pb), (head, tail));
+    assert_eq!(&outs[0][..pa], &whole[..head]);
+    assert_eq!(&outs[1][..pb], &marks[..tail]);
+    group.throughput(Throughput::Bytes((head + tail) as u64));
+    group.bench_function("markers-two-after", |b| {
+        b.iter(|| {
+            black_box(bench::markers(&packed, 0, &mut whole));
+            black_box(bench::markers(&packed, 8 << 20, &mut marks))
+        })
+    });
+    group.bench_function("markers-two-paired", |b| {
+        b.iter(|| black_box(bench::markers_pair(&packed, 8 << 20, &mut outs)))
+    });
     group.finish();
 
     let mut group = c.benchmark_group("inflate");
