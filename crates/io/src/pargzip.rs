@@ -17,9 +17,21 @@
 //!    (`inflate::find_block`).
 //! 2. From there it decodes without knowing the 32 KiB window: back-references into the
 //!    unknown window copy *markers* (16-bit values of 256 and up, each naming a window
-//!    position). As soon as the last 32 KiB of its output hold no marker it goes on in
-//!    bytes. It stops at the first findable block start at or after the next chunk's
+//!    position). It stops at the first findable block start at or after the next chunk's
 //!    first bit. A candidate start that does not decode is skipped and the search goes on.
+//!    The worker decodes its chunk as two halves side by side on its one thread: the
+//!    first from the start found up to the first findable block start at or after the
+//!    chunk's middle bit, the second from that block start (found by a second search)
+//!    to the chunk's end, a step of one and then of the other
+//!    (`inflate::run_pair`). A deflate decoder spends most of its time waiting on a chain
+//!    of table look-ups, each one's index being the bits the one before left; two
+//!    independent chains let the core overlap them (T6: 438 -> 388 ms on 2 workers).
+//!    The second half is accepted, as between chunks, only if the first stopped exactly
+//!    where it started; its markers then name the first half's last 32 KiB and are
+//!    renamed to what those hold. Otherwise the first half goes on alone. Without a
+//!    second block start (small chunks, stored data), or once a member ends, one
+//!    stretch is decoded as before, going on in bytes as soon as the last 32 KiB of its
+//!    output hold no marker.
 //! 3. A sequencing thread takes the chunks in order. Chunk `k + 1` is accepted only if it
 //!    started exactly where chunk `k` stopped (a false block start found by the search
 //!    cannot pass); then its markers are replaced from chunk `k`'s last 32 KiB and its
@@ -69,7 +81,9 @@ use std::thread::JoinHandle;
 use crossbeam_channel::{Receiver, Sender, bounded};
 
 use crate::decompress::{BlockStream, DECOMPRESSED_BLOCK, Fault, Piece};
-use crate::inflate::{History, InflateError, Inflater, OVERSHOOT, Stop, Symbol, WINDOW};
+use crate::inflate::{
+    History, InflateError, Inflater, Lane, OVERSHOOT, Side, Stop, Symbol, WINDOW, run_pair,
+};
 
 /// Compressed bytes per chunk by default.
 pub const DEFAULT_CHUNK: usize = 2 << 20;
@@ -313,16 +327,38 @@ impl Engine {
                 None if eof => Err(cut(at * 8, "the member trailer")),
                 None => Ok(Step::Halt(Halt::NeedInput)),
             },
-            Frame::Deflate => match self.inf.run(data, out, len, limit, hist, stop_bit)? {
-                Stop::Boundary => Ok(Step::Halt(Halt::Boundary(self.inf.bit))),
-                Stop::OutputFull => Ok(Step::Halt(Halt::Full)),
-                Stop::FinalEnd => {
-                    self.frame = Frame::Trailer(self.inf.bit.div_ceil(8));
-                    self.step((data, eof), out, len, limit, hist, stop_bit)
-                }
-                Stop::NeedInput if eof => Err(cut(self.inf.bit, "the deflate data")),
-                Stop::NeedInput => Ok(Step::Halt(Halt::NeedInput)),
-            },
+            Frame::Deflate => {
+                let stop = self.inf.run(data, out, len, limit, hist, stop_bit);
+                self.after_run(stop, (data, eof), out, len, limit, hist, stop_bit)
+            }
+        }
+    }
+
+    /// What a run of the deflate decoder (`stop`, as `run` or `run_pair` gave it)
+    /// means for the gzip framing; after a final block, goes on to the trailer.
+    #[allow(clippy::too_many_arguments)]
+    fn after_run<T: Symbol>(
+        &mut self,
+        stop: Result<Stop, InflateError>,
+        (data, eof): (&[u8], bool),
+        out: &mut [T],
+        len: &mut usize,
+        limit: usize,
+        hist: &History<'_, T>,
+        stop_bit: usize,
+    ) -> Result<Step, Damage> {
+        match stop? {
+            Stop::Boundary => Ok(Step::Halt(Halt::Boundary(self.inf.bit))),
+            Stop::OutputFull => Ok(Step::Halt(Halt::Full)),
+            Stop::FinalEnd => {
+                self.frame = Frame::Trailer(self.inf.bit.div_ceil(8));
+                self.step((data, eof), out, len, limit, hist, stop_bit)
+            }
+            Stop::NeedInput if eof => Err(Damage {
+                bit: self.inf.bit,
+                what: "the data ends inside the deflate data".into(),
+            }),
+            Stop::NeedInput => Ok(Step::Halt(Halt::NeedInput)),
         }
     }
 }
@@ -437,8 +473,15 @@ struct ChunkOut {
 }
 
 /// Decodes chunk `job` speculatively (see the module documentation) into `narrow` and
-/// `wide`, buffers to reuse.
-fn work(job: Job, cfg: &Config, narrow_buf: Vec<u8>, wide_buf: Vec<u16>) -> ChunkOut {
+/// `wide`, buffers to reuse; `behind` is the worker's room for the second half's
+/// markers (see [`halves`]).
+fn work(
+    job: Job,
+    cfg: &Config,
+    narrow_buf: Vec<u8>,
+    wide_buf: Vec<u16>,
+    behind: &mut Vec<u16>,
+) -> ChunkOut {
     let mut out = ChunkOut {
         start: None,
         wide: wide_buf,
@@ -465,17 +508,34 @@ fn work(job: Job, cfg: &Config, narrow_buf: Vec<u8>, wide_buf: Vec<u16>) -> Chun
     let mut from = 0;
     while let Some(start) = crate::inflate::find_block(data, from, stop) {
         out.wide_end = None;
-        let mut engine = Engine::at_block(start);
-        let mut len = 0;
-        let result = wide(
-            &mut out.wide,
-            &mut len,
-            &mut engine,
-            data,
-            eof,
-            stop,
-            cfg.max_output,
-        );
+        let usual = 2 * data.len().saturating_sub(stop / 8);
+        let mid = start + (stop - start) / 2;
+        let (result, mut engine, len) =
+            match crate::inflate::find_block(data, mid, stop).filter(|&b| b > start) {
+                Some(second) => halves(
+                    &mut out.wide,
+                    behind,
+                    [start, mid, second],
+                    (data, eof),
+                    stop,
+                    usual,
+                    cfg.max_output,
+                ),
+                None => {
+                    let mut engine = Engine::at_block(start);
+                    let mut lane = WideLane {
+                        engine: &mut engine,
+                        out: &mut out.wide,
+                        len: 0,
+                        stop,
+                        usual,
+                        switch: true,
+                    };
+                    let result = wide(&mut lane, (data, eof), cfg.max_output);
+                    let len = lane.len;
+                    (result, engine, len)
+                }
+            };
         out.wide_len = len;
         match result {
             Ok(WideEnd::Halt(h)) => {
@@ -505,6 +565,80 @@ fn work(job: Job, cfg: &Config, narrow_buf: Vec<u8>, wide_buf: Vec<u16>) -> Chun
         }
     }
     out
+}
+
+/// Decodes a chunk's stretch with markers from the block start `start` as two halves
+/// side by side ([`wide_pair`]): the first up to the first findable block start at or
+/// after `mid`, the second from `second` (the first findable block start at or after
+/// `mid`) to the stretch's end, into `behind`. When the first half stops exactly where
+/// the second began (a false start cannot pass, as between chunks), the second's
+/// output follows the first's, its markers renamed ([`append_behind`]); otherwise the
+/// first goes on alone, as [`wide`] would have from `start`. Returns how the stretch
+/// ended, the engine to go on with, and the output's length in `out`.
+#[allow(clippy::too_many_arguments)]
+fn halves(
+    out: &mut Vec<u16>,
+    behind: &mut Vec<u16>,
+    [start, mid, second]: [usize; 3],
+    input: (&[u8], bool),
+    stop: usize,
+    usual: usize,
+    cap: usize,
+) -> (Result<WideEnd, Damage>, Engine, usize) {
+    let mut first = Engine::at_block(start);
+    let mut later = Engine::at_block(second);
+    let mut lanes = [
+        WideLane {
+            engine: &mut first,
+            out,
+            len: 0,
+            stop: mid,
+            usual,
+            switch: false,
+        },
+        WideLane {
+            engine: &mut later,
+            out: behind,
+            len: 0,
+            stop,
+            usual: usual / 2,
+            switch: false,
+        },
+    ];
+    // Half the cap each: the two hold no more than one stretch would.
+    let [ends_first, ends_later] = wide_pair(&mut lanes, input, cap / 2);
+    let [
+        WideLane { len, out, .. },
+        WideLane {
+            len: later_len,
+            out: behind,
+            ..
+        },
+    ] = lanes;
+    let mut len = len;
+    match ends_first {
+        Ok(WideEnd::Halt(Halt::Boundary(bit))) if bit == second && ends_later.is_ok() => {
+            if len + later_len > cap {
+                return (Ok(WideEnd::Halt(Halt::Full)), later, len);
+            }
+            append_behind(out, &mut len, &behind[..later_len]);
+            (ends_later, later, len)
+        }
+        Ok(WideEnd::Halt(Halt::Boundary(bit))) if bit < stop => {
+            let mut lane = WideLane {
+                engine: &mut first,
+                out,
+                len,
+                stop,
+                usual,
+                switch: true,
+            };
+            let end = wide(&mut lane, input, cap);
+            let len = lane.len;
+            (end, first, len)
+        }
+        other => (other, first, len),
+    }
 }
 
 /// The smallest window position that a marker in `wide` names (`WINDOW` or more: none).
@@ -561,50 +695,210 @@ enum WideEnd {
     Clean(Option<Member>),
 }
 
-/// Decodes with the unknown window into `out[..*len]` until the last 32 KiB of output
-/// hold no marker.
-fn wide(
-    out: &mut Vec<u16>,
-    len: &mut usize,
-    engine: &mut Engine,
-    data: &[u8],
-    eof: bool,
+/// Room in `out` for output up to the next check (every 4 windows of output: the check
+/// looks at one window only): the limit, or `None` past `cap`. Grows `out` to at least
+/// `usual` at once (packet traces inflate 1.2-2.5 times at level 6): growing copies and
+/// clears again, and room never used costs its zeroing and page faults (three times the
+/// chunk was 3 % slower on T6 than two).
+fn wide_room(out: &mut Vec<u16>, len: usize, usual: usize, cap: usize) -> Option<usize> {
+    let limit = len + 4 * WINDOW;
+    if limit > cap {
+        return None;
+    }
+    if out.len() < limit + OVERSHOOT {
+        out.resize((limit + OVERSHOOT).max(out.len() * 2).max(usual), 0);
+    }
+    Some(limit)
+}
+
+/// What a step of a marker decode means: go on (`None`), or how it ended. With
+/// `switch`, a full output whose last 32 KiB hold no marker ends it (to go on in bytes).
+fn wide_judge(
+    step: Step,
+    out: &[u16],
+    len: usize,
+    switch: bool,
+) -> Result<Option<WideEnd>, Damage> {
+    match step {
+        Step::Halt(Halt::Full) => {
+            let last = &out[len - WINDOW..len];
+            let clean = switch && last.iter().fold(0, |a, &v| a | (v >> 8)) == 0;
+            Ok(clean.then_some(WideEnd::Clean(None)))
+        }
+        Step::Halt(h) => Ok(Some(WideEnd::Halt(h))),
+        Step::MemberEnd(m) => Ok(Some(WideEnd::Clean(Some(m)))),
+        // A member cannot start in the middle of a block: not a real start.
+        Step::MemberStart => Err(Damage {
+            bit: 0,
+            what: String::new(),
+        }),
+    }
+}
+
+/// A stretch of a chunk decoded with the unknown window (see [`wide`]).
+struct WideLane<'e, 'o> {
+    engine: &'e mut Engine,
+    out: &'o mut Vec<u16>,
+    len: usize,
+    /// The bit at or after which the first findable block start ends the stretch.
     stop: usize,
+    /// Room to give `out` at once.
+    usual: usize,
+    /// Whether the stretch ends where its window holds no marker (to go on in bytes).
+    switch: bool,
+}
+
+/// Decodes with the unknown window into `lane.out[..lane.len]` until the stretch ends
+/// (with `lane.switch`, also once the last 32 KiB of output hold no marker).
+fn wide(
+    lane: &mut WideLane<'_, '_>,
+    (data, eof): (&[u8], bool),
     cap: usize,
 ) -> Result<WideEnd, Damage> {
-    let prefix = markers();
+    let hist = History {
+        prefix: markers(),
+        floor: 0,
+    };
     loop {
-        // Checked every 4 windows of output: the check looks at one window only.
-        let limit = *len + 4 * WINDOW;
-        if limit > cap {
+        let Some(limit) = wide_room(lane.out, lane.len, lane.usual, cap) else {
             return Ok(WideEnd::Halt(Halt::Full));
+        };
+        let step = lane.engine.step(
+            (data, eof),
+            lane.out,
+            &mut lane.len,
+            limit,
+            &hist,
+            lane.stop,
+        )?;
+        if let Some(end) = wide_judge(step, lane.out, lane.len, lane.switch)? {
+            return Ok(end);
         }
-        if out.len() < limit + OVERSHOOT {
-            // Room for twice the chunk at once (packet traces inflate 1.2-2.5 times at
-            // level 6): growing copies and clears again, and room never used costs its
-            // zeroing and page faults (three times the chunk was 3 % slower on T6).
-            let usual = 2 * data.len().saturating_sub(stop / 8);
-            out.resize((limit + OVERSHOOT).max(out.len() * 2).max(usual), 0);
-        }
-        let hist = History { prefix, floor: 0 };
-        match engine.step((data, eof), out, len, limit, &hist, stop)? {
-            Step::Halt(Halt::Full) => {
-                let last = &out[*len - WINDOW..*len];
-                if last.iter().fold(0, |a, &v| a | (v >> 8)) == 0 {
-                    return Ok(WideEnd::Clean(None));
-                }
+    }
+}
+
+/// Two stretches decoded as [`wide`] would decode each, side by side while both are
+/// inside deflate data ([`crate::inflate::run_pair`]); the one left when the other
+/// ends goes on alone.
+fn wide_pair(
+    lanes: &mut [WideLane<'_, '_>; 2],
+    input: (&[u8], bool),
+    cap: usize,
+) -> [Result<WideEnd, Damage>; 2] {
+    let (data, eof) = input;
+    let hist = History {
+        prefix: markers(),
+        floor: 0,
+    };
+    let mut ends: [Option<Result<WideEnd, Damage>>; 2] = [None, None];
+    while ends.iter().all(Option::is_none) {
+        let mut limits = [0; 2];
+        for (k, lane) in lanes.iter_mut().enumerate() {
+            match wide_room(lane.out, lane.len, lane.usual, cap) {
+                Some(l) => limits[k] = l,
+                None => ends[k] = Some(Ok(WideEnd::Halt(Halt::Full))),
             }
-            Step::Halt(h) => return Ok(WideEnd::Halt(h)),
-            Step::MemberEnd(m) => return Ok(WideEnd::Clean(Some(m))),
-            // A member cannot start in the middle of a block: not a real start.
-            Step::MemberStart => {
-                return Err(Damage {
-                    bit: 0,
-                    what: String::new(),
-                });
+        }
+        if ends.iter().any(Option::is_some) {
+            break;
+        }
+        let both = lanes
+            .iter()
+            .all(|l| matches!(l.engine.frame, Frame::Deflate));
+        let (k, step) = if both {
+            let [x, y] = lanes;
+            let mut a = Lane {
+                inf: &mut x.engine.inf,
+                data,
+                out: &mut x.out[..],
+                len: x.len,
+                limit: limits[0],
+                hist: &hist,
+                stop_bit: x.stop,
+            };
+            let mut b = Lane {
+                inf: &mut y.engine.inf,
+                data,
+                out: &mut y.out[..],
+                len: y.len,
+                limit: limits[1],
+                hist: &hist,
+                stop_bit: y.stop,
+            };
+            let (side, stop) = run_pair(&mut a, &mut b);
+            let (la, lb) = (a.len, b.len);
+            x.len = la;
+            y.len = lb;
+            let k = usize::from(side == Side::B);
+            let l = &mut lanes[k];
+            let step = l.engine.after_run(
+                stop,
+                (data, eof),
+                l.out,
+                &mut l.len,
+                limits[k],
+                &hist,
+                l.stop,
+            );
+            (k, step)
+        } else {
+            let k = usize::from(matches!(lanes[0].engine.frame, Frame::Deflate));
+            let l = &mut lanes[k];
+            let step = l
+                .engine
+                .step((data, eof), l.out, &mut l.len, limits[k], &hist, l.stop);
+            (k, step)
+        };
+        let l = &lanes[k];
+        match step.and_then(|step| wide_judge(step, l.out, l.len, l.switch)) {
+            Ok(None) => {}
+            Ok(Some(end)) => ends[k] = Some(Ok(end)),
+            Err(e) => ends[k] = Some(Err(e)),
+        }
+    }
+    for (end, lane) in ends.iter_mut().zip(lanes.iter_mut()) {
+        if end.is_none() {
+            *end = Some(wide(lane, input, cap));
+        }
+    }
+    ends.map(|e| e.unwrap_or(Ok(WideEnd::Halt(Halt::Full))))
+}
+
+/// Appends `behind` (marker output decoded from a block start in the middle of the
+/// stretch that `out[..*len]` decoded up to it) to that output: its markers name the
+/// 32 KiB before it, which are the last of `out` (or, while `out` holds less, the
+/// chunk's own markers before it).
+fn append_behind(out: &mut Vec<u16>, len: &mut usize, behind: &[u16]) {
+    let map: Vec<u16> = (*len..*len + WINDOW)
+        .map(|v| {
+            if v >= WINDOW {
+                out[v - WINDOW]
+            } else {
+                256 + v as u16
+            }
+        })
+        .collect();
+    if out.len() < *len + behind.len() + OVERSHOOT {
+        out.resize(*len + behind.len() + OVERSHOOT, 0);
+    }
+    // Mostly bytes: copied 64 at a time (vectorised), markers looked up where there are.
+    for (o, b) in out[*len..*len + behind.len()]
+        .chunks_mut(64)
+        .zip(behind.chunks(64))
+    {
+        if b.iter().fold(0, |a, &v| a | (v >> 8)) == 0 {
+            o.copy_from_slice(b);
+        } else {
+            for (o, &v) in o.iter_mut().zip(b) {
+                *o = if v < 256 {
+                    v
+                } else {
+                    map[usize::from(v) - 256]
+                };
             }
         }
     }
+    *len += behind.len();
 }
 
 /// The emitter's member accounting: what the current member has produced so far.
@@ -1223,6 +1517,7 @@ fn worker(
     pool: &Receiver<Vec<u8>>,
     wide_pool: &Receiver<Vec<u16>>,
 ) {
+    let mut behind = Vec::new();
     loop {
         if let Ok(r) = resolves.try_recv() {
             resolve(r);
@@ -1247,7 +1542,7 @@ fn worker(
                 };
                 let narrow = pool.try_recv().unwrap_or_default();
                 let wide = wide_pool.try_recv().unwrap_or_default();
-                let mut out = Some(work(job, cfg, narrow, wide));
+                let mut out = Some(work(job, cfg, narrow, wide, &mut behind));
                 while let Some(o) = out.take() {
                     let mut sel = crossbeam_channel::Select::new();
                     let on_send = sel.send(results);
