@@ -1698,7 +1698,7 @@ mod tests {
         let data = text(3_000_000, 7);
         for level in [1, 6, 9] {
             let packed = gz(&data, level);
-            for chunk in [1 << 10, 10_000, 1 << 16] {
+            for chunk in [1 << 10, 10_000, 1 << 16, 1 << 18] {
                 let (got, err) = run(packed.clone(), chunk, 3);
                 assert_eq!(err, None, "level {level} chunk {chunk}");
                 assert!(
@@ -1708,6 +1708,94 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// Decodes 2 MiB of raw deflate `packed` from block start `start` with [`halves`],
+    /// the second half from `second`, and checks the output against `data` (`bounds`:
+    /// each block start's bit and the output before it).
+    fn check_halves(
+        packed: &[u8],
+        data: &[u8],
+        bounds: &[(usize, usize)],
+        start: usize,
+        second: usize,
+    ) {
+        let stop = start + (1 << 21);
+        let mid = start + (stop - start) / 2;
+        let at = |bit: usize| bounds.iter().find(|b| b.0 == bit).unwrap().1;
+        let (mut wide_out, mut behind) = (Vec::new(), Vec::new());
+        let (end, _, len) = halves(
+            &mut wide_out,
+            &mut behind,
+            [start, mid, second],
+            (packed, false),
+            stop,
+            1 << 20,
+            1 << 24,
+        );
+        let Ok(WideEnd::Halt(Halt::Boundary(bit))) = end else {
+            panic!("{:?}", end.err().map(|e| e.what));
+        };
+        // The first findable block start at or after `stop` ends it.
+        let want_end = bounds.iter().find(|b| b.0 >= stop).unwrap();
+        assert_eq!(bit, want_end.0);
+        // Markers resolved with the real window give the real bytes.
+        let (from, to) = (at(start), want_end.1);
+        assert_eq!(len, to - from);
+        let window = &data[from - WINDOW..from];
+        for (k, &v) in wide_out[..len].iter().enumerate() {
+            let b = if v < 256 {
+                v as u8
+            } else {
+                window[usize::from(v) - 256]
+            };
+            assert_eq!(b, data[from + k], "output {k} of the stretch");
+        }
+    }
+
+    #[test]
+    fn a_chunk_decoded_as_two_halves_is_its_bytes() {
+        // Packet-like records with random payloads: headers repeat (markers live long),
+        // payloads do not.
+        let mut x = 5u32;
+        let mut data = Vec::new();
+        while data.len() < 6_000_000 {
+            data.extend_from_slice(
+                b"\x45\x00\x05\xdc\x1c\x46\x40\x00\x40\x06 hdr 10.0.0.1 > 10.0.0.2 ",
+            );
+            x = x.wrapping_mul(1_103_515_245).wrapping_add(12345);
+            for _ in 0..(x >> 20) % 600 {
+                x = x.wrapping_mul(1_103_515_245).wrapping_add(12345);
+                data.push((x >> 16) as u8);
+            }
+        }
+        let mut w = flate2::write::DeflateEncoder::new(Vec::new(), flate2::Compression::new(6));
+        w.write_all(&data).unwrap();
+        let packed = w.finish().unwrap();
+        // Every block start (bit, output before it), from a sequential decode.
+        let mut bounds = Vec::new();
+        let mut inf = Inflater::new(0);
+        let mut out = vec![0u8; data.len() + OVERSHOOT];
+        let mut len = 0;
+        let hist = History {
+            prefix: &[],
+            floor: 0,
+        };
+        let limit = data.len();
+        while inf.run(&packed, &mut out, &mut len, limit, &hist, inf.bit + 1) == Ok(Stop::Boundary)
+        {
+            bounds.push((inf.bit, len));
+        }
+        assert!(bounds.len() > 100, "{} blocks", bounds.len());
+        // Halves joined (the second half starts where the first stops), and a second
+        // half that starts at a later block (the first goes on alone).
+        let start = bounds[10].0;
+        let mid = start + (1 << 20);
+        let second = crate::inflate::find_block(&packed, mid, start + (1 << 21)).unwrap();
+        assert!(bounds.iter().any(|b| b.0 == second), "a true block start");
+        check_halves(&packed, &data, &bounds, start, second);
+        let later = bounds.iter().find(|b| b.0 > second).unwrap().0;
+        check_halves(&packed, &data, &bounds, start, later);
     }
 
     #[test]
