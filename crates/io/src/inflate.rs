@@ -1309,7 +1309,7 @@ mod tests {
         };
         let mut inf = Inflater::new(lane_start(data, from));
         let mut out = vec![0u16; data.len() * 12 + OVERSHOOT];
-        let (mut len, mut limit, mut got) = (0, step, Vec::new());
+        let (mut len, mut limit, mut got) = (0, step.min(data.len() * 12), Vec::new());
         loop {
             let r = inf.run(data, &mut out, &mut len, limit, &hist, stop_bit);
             let more = r == Ok(Stop::OutputFull) && limit < out.len() - OVERSHOOT;
@@ -1343,7 +1343,7 @@ mod tests {
             data: lanes[0].0,
             out: &mut oa[..],
             len: 0,
-            limit: lanes[0].3,
+            limit: lanes[0].3.min(lanes[0].0.len() * 12),
             hist: &hists[0],
             stop_bit: lanes[0].2,
         };
@@ -1352,7 +1352,7 @@ mod tests {
             data: lanes[1].0,
             out: &mut ob[..],
             len: 0,
-            limit: lanes[1].3,
+            limit: lanes[1].3.min(lanes[1].0.len() * 12),
             hist: &hists[1],
             stop_bit: lanes[1].2,
         };
