@@ -1167,7 +1167,7 @@ pub mod bench {
     }
 
     /// Decodes `data` from bit 0 and from the first block start after bit `from`, both
-    /// with markers, side by side ([`run_pair`]), each to the stream's end. Returns the
+    /// with markers, side by side (`run_pair`), each to the stream's end. Returns the
     /// two output lengths.
     pub fn markers_pair(data: &[u8], from: usize, outs: &mut [Vec<u16>; 2]) -> (usize, usize) {
         let Some(at) = find_block(data, from, data.len() * 8) else {
