@@ -11,41 +11,15 @@
 //! about 24 MB, deflated at level 6; without the corpus, generated text.
 
 use std::hint::black_box;
-use std::io::{Read, Write};
+use std::io::Write;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use tracekit_io::inflate_bench as bench;
 
-fn plain() -> Vec<u8> {
-    let dir = std::env::var("TRACEKIT_CORPUS").unwrap_or_else(|_| {
-        concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/corpus").to_string()
-    });
-    let mut pcaps: Vec<Vec<u8>> = std::fs::read_dir(dir)
-        .into_iter()
-        .flatten()
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|x| x == "pcap"))
-        .filter_map(|p| std::fs::read(p).ok())
-        .collect();
-    if pcaps.is_empty() {
-        pcaps.push(
-            (0..1_000_000u32)
-                .flat_map(|i| format!("line {i} of generated text {}\n", i % 97).into_bytes())
-                .collect(),
-        );
-    }
-    let mut out = Vec::new();
-    while out.len() < 24 << 20 {
-        for p in &pcaps {
-            out.extend_from_slice(p);
-        }
-    }
-    out
-}
+mod common;
 
 fn bench_inflate(c: &mut Criterion) {
-    let data = plain();
+    let data = common::corpus_repeated(24 << 20);
     let mut w = flate2::write::DeflateEncoder::new(Vec::new(), flate2::Compression::new(6));
     w.write_all(&data).unwrap();
     let packed = w.finish().unwrap();
@@ -62,16 +36,8 @@ fn bench_inflate(c: &mut Criterion) {
     group.bench_function("flate2", |b| {
         let mut buf = vec![0u8; 1 << 20];
         b.iter(|| {
-            let mut d = flate2::read::DeflateDecoder::new(&packed[..]);
-            let mut total = 0;
-            loop {
-                let n = d.read(&mut buf).unwrap();
-                if n == 0 {
-                    break;
-                }
-                total += n;
-            }
-            black_box(total)
+            let d = flate2::read::DeflateDecoder::new(&packed[..]);
+            black_box(common::count_read(d, &mut buf))
         })
     });
     group.bench_function("bytes", |b| {

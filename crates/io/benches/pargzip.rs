@@ -8,41 +8,15 @@
 //! about 40 MB, compressed at level 6; without the corpus, generated text.
 
 use std::hint::black_box;
-use std::io::{Read, Write};
+use std::io::Write;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use tracekit_io::pargzip::{Config, gunzip_parallel};
 
-fn plain() -> Vec<u8> {
-    let dir = std::env::var("TRACEKIT_CORPUS").unwrap_or_else(|_| {
-        concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/corpus").to_string()
-    });
-    let mut pcaps: Vec<Vec<u8>> = std::fs::read_dir(dir)
-        .into_iter()
-        .flatten()
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|x| x == "pcap"))
-        .filter_map(|p| std::fs::read(p).ok())
-        .collect();
-    if pcaps.is_empty() {
-        pcaps.push(
-            (0..1_000_000u32)
-                .flat_map(|i| format!("line {i} of generated text {}\n", i % 97).into_bytes())
-                .collect(),
-        );
-    }
-    let mut out = Vec::new();
-    while out.len() < 40 << 20 {
-        for p in &pcaps {
-            out.extend_from_slice(p);
-        }
-    }
-    out
-}
+mod common;
 
 fn bench(c: &mut Criterion) {
-    let data = plain();
+    let data = common::corpus_repeated(40 << 20);
     let mut w = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::new(6));
     w.write_all(&data).unwrap();
     let packed = w.finish().unwrap();
@@ -50,18 +24,10 @@ fn bench(c: &mut Criterion) {
     group.throughput(Throughput::Bytes(data.len() as u64));
     group.sample_size(10);
     group.bench_function("flate2", |b| {
+        let mut buf = vec![0u8; 1 << 20];
         b.iter(|| {
-            let mut d = flate2::read::GzDecoder::new(&packed[..]);
-            let mut buf = vec![0u8; 1 << 20];
-            let mut total = 0;
-            loop {
-                let n = d.read(&mut buf).unwrap();
-                if n == 0 {
-                    break;
-                }
-                total += n;
-            }
-            black_box(total)
+            let d = flate2::read::GzDecoder::new(&packed[..]);
+            black_box(common::count_read(d, &mut buf))
         })
     });
     for workers in [1, 2] {
