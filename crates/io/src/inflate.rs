@@ -89,6 +89,13 @@ impl Symbol for u16 {
     }
 }
 
+/// The unknown window as markers, a virtual prefix of the output: window position `j`
+/// (oldest first) is `256 + j`.
+pub(crate) fn marker_window() -> &'static [u16] {
+    static MARKERS: std::sync::OnceLock<Vec<u16>> = std::sync::OnceLock::new();
+    MARKERS.get_or_init(|| (0..WINDOW).map(|j| 256 + j as u16).collect())
+}
+
 /// Why the data is not deflate.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct InflateError {
@@ -1162,8 +1169,7 @@ pub mod bench {
         let Some(at) = find_block(data, from, data.len() * 8) else {
             return 0;
         };
-        let prefix: Vec<u16> = (0..WINDOW).map(|j| 256 + j as u16).collect();
-        run_all(data, at, out, &prefix)
+        run_all(data, at, out, marker_window())
     }
 
     /// Decodes `data` from bit 0 and from the first block start after bit `from`, both
@@ -1173,9 +1179,8 @@ pub mod bench {
         let Some(at) = find_block(data, from, data.len() * 8) else {
             return (0, 0);
         };
-        let prefix: Vec<u16> = (0..WINDOW).map(|j| 256 + j as u16).collect();
         let hist = History {
-            prefix: &prefix[..],
+            prefix: marker_window(),
             floor: 0,
         };
         let (ia, ib) = (&mut Inflater::new(0), &mut Inflater::new(at));
@@ -1294,17 +1299,14 @@ mod tests {
         }
     }
 
-    /// The unknown window as markers, or (`None`) no window at all.
-    fn window(marked: bool) -> Vec<u16> {
-        (0..if marked { WINDOW } else { 0 })
-            .map(|j| 256 + j as u16)
-            .collect()
+    /// The unknown window as markers, or no window at all.
+    fn window(marked: bool) -> &'static [u16] {
+        if marked { marker_window() } else { &[] }
     }
 
     fn runs_alone(data: &[u8], from: usize, stop_bit: usize, step: usize, marked: bool) -> Runs {
-        let prefix = window(marked);
         let hist = History {
-            prefix: &prefix[..],
+            prefix: window(marked),
             floor: 0,
         };
         let mut inf = Inflater::new(lane_start(data, from));
@@ -1328,9 +1330,8 @@ mod tests {
     type LaneCase = (&'static [u8], usize, usize, usize);
 
     fn runs_paired(lanes: [LaneCase; 2], marked: [bool; 2]) -> [Runs; 2] {
-        let prefixes = marked.map(window);
-        let hists = [0, 1].map(|k| History {
-            prefix: &prefixes[k][..],
+        let hists = marked.map(|m| History {
+            prefix: window(m),
             floor: 0,
         });
         let mut infs = lanes.map(|(data, from, _, _)| Inflater::new(lane_start(data, from)));

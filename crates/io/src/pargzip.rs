@@ -82,7 +82,8 @@ use crossbeam_channel::{Receiver, Sender, bounded};
 
 use crate::decompress::{BlockStream, DECOMPRESSED_BLOCK, Fault, Piece};
 use crate::inflate::{
-    History, InflateError, Inflater, Lane, OVERSHOOT, Side, Stop, Symbol, WINDOW, run_pair,
+    History, InflateError, Inflater, Lane, OVERSHOOT, Side, Stop, Symbol, WINDOW, marker_window,
+    run_pair,
 };
 
 /// Compressed bytes per chunk by default.
@@ -120,12 +121,6 @@ impl Config {
             max_output: (chunk * 16).max(4 << 20),
         }
     }
-}
-
-/// The marker prefix: window position `j` (oldest first) is `256 + j`.
-fn markers() -> &'static [u16] {
-    static MARKERS: std::sync::OnceLock<Vec<u16>> = std::sync::OnceLock::new();
-    MARKERS.get_or_init(|| (0..WINDOW).map(|j| 256 + j as u16).collect())
 }
 
 /// A member's trailer and where the next member would start (byte offset in the data).
@@ -587,6 +582,8 @@ fn halves(
 ) -> (Result<WideEnd, Damage>, Engine, usize) {
     let mut first = Engine::at_block(start);
     let mut later = Engine::at_block(second);
+    // The first half's room is the whole stretch's: the second half's output is appended
+    // to it. The second half's room is half that, in the worker's buffer kept for it.
     let mut lanes = [
         WideLane {
             engine: &mut first,
@@ -756,7 +753,7 @@ fn wide(
     cap: usize,
 ) -> Result<WideEnd, Damage> {
     let hist = History {
-        prefix: markers(),
+        prefix: marker_window(),
         floor: 0,
     };
     loop {
@@ -787,7 +784,7 @@ fn wide_pair(
 ) -> [Result<WideEnd, Damage>; 2] {
     let (data, eof) = input;
     let hist = History {
-        prefix: markers(),
+        prefix: marker_window(),
         floor: 0,
     };
     let mut ends: [Option<Result<WideEnd, Damage>>; 2] = [None, None];
