@@ -16,6 +16,7 @@ use std::sync::Arc;
 use super::Compression;
 use super::decompress::{BlockStream, Fault};
 use super::mmap::GuardedMap;
+use super::pargzip::Compressed;
 use tracekit_core::Error;
 
 /// How a regular file is read.
@@ -145,6 +146,9 @@ pub struct Input {
     sharing: Option<Box<Sharing>>,
     /// A regular file: it can be opened again (see [`Reread`]).
     reread: Option<Reread>,
+    /// A regular file opened without [`ReadMode::Read`]: a decompressor that reads it
+    /// on several threads may map it.
+    may_map: bool,
     /// A regular file read with `read()`: another handle on it (sharing its offset), to
     /// read ahead on other threads ([`Input::read_ahead_file`]) and to move the offset
     /// past bytes fed to the window ([`Input::feed`]).
@@ -198,6 +202,7 @@ impl Input {
             ReadMode::Mmap => true,
             ReadMode::Read => false,
         };
+        let may_map = regular && mode != ReadMode::Read;
         let shared: Arc<Path> = Arc::from(path);
         if regular
             && want_map
@@ -206,6 +211,7 @@ impl Input {
             let mut input = Input::with_backing(Backing::Mapped(map), Some(meta.len()));
             input.path = Some(shared);
             input.reread = reread;
+            input.may_map = may_map;
             return Ok(input);
         }
         let handle = if regular { file.try_clone().ok() } else { None };
@@ -215,6 +221,7 @@ impl Input {
         );
         input.path = Some(shared);
         input.reread = reread;
+        input.may_map = may_map;
         input.file = handle;
         Ok(input)
     }
@@ -249,6 +256,7 @@ impl Input {
             size_hint,
             sharing: None,
             reread: None,
+            may_map: false,
             file: None,
         }
     }
@@ -296,7 +304,18 @@ impl Input {
                 .size_hint()
                 .is_none_or(|n| n >= crate::pargzip::MIN_PARALLEL_INPUT)
         {
-            crate::pargzip::start(Box::new(raw), crate::pargzip::Config::new(threads))
+            let cfg = crate::pargzip::Config::new(threads);
+            // The compressed file mapped, when it may be: the workers then decode
+            // straight from the page cache.
+            let map = reread
+                .filter(|_| raw.may_map)
+                .zip(path.as_deref())
+                .and_then(|(r, path)| r.open(path).ok())
+                .and_then(GuardedMap::open);
+            match map {
+                Some(map) => crate::pargzip::start(Compressed::Mapped(Arc::new(map)), cfg),
+                None => crate::pargzip::start(Compressed::Read(Box::new(raw)), cfg),
+            }
         } else if codec == Compression::Bzip2 && threads > 1 {
             crate::parbzip2::start(Box::new(raw), threads)
         } else if codec == Compression::Xz && threads > 1 {

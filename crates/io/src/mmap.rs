@@ -25,7 +25,7 @@
 
 use std::fs::File;
 use std::sync::Once;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
 /// Number of mappings that can be guarded at the same time.
 pub const MAX_MAPPINGS: usize = 256;
@@ -140,15 +140,24 @@ fn install_handler() -> bool {
 }
 
 /// A read-only mapping of a whole file, guarded against the file shrinking.
+///
+/// One thread may extend the verified prefix ([`GuardedMap::verify`], which takes
+/// `&self`) while others read the bytes verified so far, so a mapping can be shared
+/// (`Arc<GuardedMap>`) between a thread that walks ahead and workers that decode what it
+/// verified: the parallel gzip reader maps compressed files this way.
 pub struct GuardedMap {
     map: memmap2::Mmap,
     file: File,
     slot: usize,
-    /// Bytes from the start that were verified readable (touched with no fault).
-    verified: usize,
+    /// Bytes from the start that were verified readable (touched with no fault). Only
+    /// ever raised.
+    verified: AtomicUsize,
     /// Current usable length: the mapping length, or the file's size once it shrank.
-    usable: usize,
-    shrank_from: Option<u64>,
+    /// Only ever lowered.
+    usable: AtomicUsize,
+    /// The mapping's length once the file was seen to shrink; 0 before (an empty file
+    /// is never mapped).
+    shrank_from: AtomicU64,
 }
 
 impl GuardedMap {
@@ -173,21 +182,21 @@ impl GuardedMap {
         })?;
         SLOTS[slot].damaged.store(false, Ordering::Relaxed);
         SLOTS[slot].len.store(map.len(), Ordering::Release);
-        let usable = map.len();
+        let usable = AtomicUsize::new(map.len());
         Some(GuardedMap {
             map,
             file,
             slot,
-            verified: 0,
+            verified: AtomicUsize::new(0),
             usable,
-            shrank_from: None,
+            shrank_from: AtomicU64::new(0),
         })
     }
 
     /// The verified bytes, from the start of the file.
     #[inline]
     pub fn verified(&self) -> &[u8] {
-        &self.map[..self.verified]
+        &self.map[..self.verified.load(Ordering::Acquire)]
     }
 
     /// Length of the mapping when it was made.
@@ -197,19 +206,24 @@ impl GuardedMap {
 
     /// When the file shrank while mapped: its length when it was mapped.
     pub fn shrank_from(&self) -> Option<u64> {
-        self.shrank_from
+        match self.shrank_from.load(Ordering::Acquire) {
+            0 => None,
+            n => Some(n),
+        }
     }
 
     /// Extends the verified prefix to at least `upto` bytes (bounded by the usable
-    /// length), touching each new page. Returns the verified length.
-    pub fn verify(&mut self, upto: usize) -> usize {
-        let target = upto.min(self.usable);
-        if target <= self.verified {
-            return self.verified;
+    /// length), touching each new page. Returns the verified length. Meant for one
+    /// thread at a time; others may meanwhile read [`GuardedMap::verified`].
+    pub fn verify(&self, upto: usize) -> usize {
+        let verified = self.verified.load(Ordering::Acquire);
+        let target = upto.min(self.usable());
+        if target <= verified {
+            return verified;
         }
         let page = PAGE_SIZE.load(Ordering::Relaxed);
         let base = self.map.as_ptr();
-        let mut at = self.verified & !(page - 1);
+        let mut at = verified & !(page - 1);
         while at < target {
             // SAFETY: `at` < map length; a volatile read so the touch is not optimised
             // away. A fault here is turned into a zero page by the guard.
@@ -218,32 +232,47 @@ impl GuardedMap {
             }
             at += page;
         }
+        let usable = self.usable();
+        if self.check() < usable {
+            return self.verify(upto);
+        }
+        self.verified
+            .fetch_max(target, Ordering::AcqRel)
+            .max(target)
+    }
+
+    /// Takes note of faults since the last look (a page past the file's new end, read
+    /// as zeros): the file's current size then bounds the usable length. Returns the
+    /// usable length. A thread that read bytes of the mapping calls this afterwards to
+    /// learn whether all it read was the file's.
+    pub fn check(&self) -> usize {
         if SLOTS[self.slot].damaged.swap(false, Ordering::AcqRel) {
             let now = self.file.metadata().map(|m| m.len()).unwrap_or(0);
             let now = usize::try_from(now)
                 .unwrap_or(usize::MAX)
                 .min(self.map.len());
-            if self.shrank_from.is_none() {
-                self.shrank_from = Some(self.map.len() as u64);
-            }
+            let _ = self.shrank_from.compare_exchange(
+                0,
+                self.map.len() as u64,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            );
             // `verified` is never lowered: its bytes may already be lent out. Readers clamp
             // what they parse to `usable()`.
-            self.usable = self.usable.min(now);
-            return self.verify(upto);
+            self.usable.fetch_min(now, Ordering::AcqRel);
         }
-        self.verified = target;
-        target
+        self.usable()
     }
 
     /// Bytes that are part of the file now: the mapping length, or the file's size after
     /// it shrank. May be below `verified().len()` when it shrank below bytes already read.
     pub fn usable(&self) -> usize {
-        self.usable
+        self.usable.load(Ordering::Acquire)
     }
 
     /// Whether everything usable was verified.
     pub fn fully_verified(&self) -> bool {
-        self.verified >= self.usable
+        self.verified.load(Ordering::Acquire) >= self.usable()
     }
 }
 

@@ -76,6 +76,7 @@
 //! ```
 
 use std::io::{self, Read};
+use std::sync::Arc;
 use std::thread::JoinHandle;
 
 use crossbeam_channel::{Receiver, Sender, bounded};
@@ -85,6 +86,7 @@ use crate::inflate::{
     History, InflateError, Inflater, Lane, OVERSHOOT, Side, Stop, Symbol, WINDOW, marker_window,
     run_pair,
 };
+use crate::mmap::GuardedMap;
 
 /// Compressed bytes per chunk by default.
 pub const DEFAULT_CHUNK: usize = 2 << 20;
@@ -427,20 +429,72 @@ impl<'a> ByteRun<'a> {
 /// the next chunk (or of the input).
 struct Job {
     index: usize,
-    /// The bytes are `buf[..len]`; the rest of the buffer is room kept initialised for
-    /// the next job it carries (not cleared and zeroed again for each).
-    buf: Vec<u8>,
+    /// Where the `len` bytes are.
+    held: Held,
     len: usize,
     eof: bool,
     /// A read error after the bytes (then `eof` is set).
     read_error: Option<String>,
 }
 
+/// Where a job's compressed bytes are.
+enum Held {
+    /// Read into a buffer: the bytes are its first `len`; the rest is room kept
+    /// initialised for the next job it carries (not cleared and zeroed again for each).
+    Buf(Vec<u8>),
+    /// In a mapped file (verified before the job was made), from this byte on.
+    Map(Arc<GuardedMap>, usize),
+}
+
 impl Job {
     /// The chunk's compressed bytes (and the next chunk's).
     fn data(&self) -> &[u8] {
-        &self.buf[..self.len]
+        match &self.held {
+            Held::Buf(buf) => &buf[..self.len],
+            Held::Map(map, at) => &map.verified()[*at..*at + self.len],
+        }
     }
+}
+
+impl Job {
+    /// For bytes from a mapping, once they were decoded: whether the file shrank under
+    /// them (pages past its new end read as zeros). If so the job now ends at the new
+    /// end, with the shrinking as its read error.
+    fn clamp(&mut self) -> bool {
+        let Held::Map(map, at) = &self.held else {
+            return false;
+        };
+        let usable = map.check();
+        if usable >= at + self.len {
+            return false;
+        }
+        self.read_error = Some(format!(
+            "the file shrank from {} to {usable} bytes while it was read",
+            map.mapped_len()
+        ));
+        self.len = usable.saturating_sub(*at);
+        self.eof = true;
+        true
+    }
+}
+
+impl Held {
+    /// Gives a read buffer back to `pool` for another job.
+    fn recycle(self, pool: &Sender<Vec<u8>>) {
+        if let Held::Buf(buf) = self {
+            let _ = pool.try_send(buf);
+        }
+    }
+}
+
+/// Where the parallel gzip reader takes its compressed bytes from.
+pub(crate) enum Compressed {
+    /// A stream, read into buffers (each job's bytes, the next chunk's copied along).
+    Read(Box<dyn Read + Send>),
+    /// A regular file mapped whole: jobs borrow their bytes from the mapping, verified
+    /// two chunks at a time ahead of them by the reading thread. Neither the kernel's
+    /// copy into a buffer nor the copy of each next chunk is made (T6, 11 interleaved runs: 394.3 -> 354.8 ms, medians).
+    Mapped(Arc<GuardedMap>),
 }
 
 /// How a speculative decode ended.
@@ -1069,7 +1123,7 @@ fn resolve(job: Resolve) {
         base,
     };
     let _ = wide_pool.try_send(chunk.wide);
-    let _ = data_pool.try_send(chunk.job.buf);
+    chunk.job.held.recycle(&data_pool);
     let _ = reply.send([first, second]);
 }
 
@@ -1114,7 +1168,12 @@ impl Sequencer<'_> {
     }
 
     /// Takes a worker's result in order.
-    fn take(&mut self, r: ChunkOut, results: &mut dyn FnMut() -> Option<ChunkOut>) -> Flow {
+    fn take(&mut self, mut r: ChunkOut, results: &mut dyn FnMut() -> Option<ChunkOut>) -> Flow {
+        // What the worker decoded may hold zeros of a vanished page: decoded again here,
+        // up to the file's new end.
+        if r.job.clamp() {
+            return self.redo(r, results);
+        }
         let base = self.base(r.job.index);
         let fits = match (&self.cursor, r.start) {
             (Cursor::Start, Some(0)) => r.job.index == 0,
@@ -1172,7 +1231,7 @@ impl Sequencer<'_> {
         } else {
             self.slide_segs(&r.narrow, &r.segs);
             let _ = self.wide_pool.try_send(r.wide);
-            let _ = self.data_pool.try_send(r.job.buf);
+            r.job.held.recycle(self.data_pool);
             let bytes = Bytes {
                 buf: r.narrow,
                 segs: r.segs,
@@ -1200,19 +1259,22 @@ impl Sequencer<'_> {
     /// Decodes chunk `r` here, from where the previous one ended.
     fn redo(&mut self, r: ChunkOut, results: &mut dyn FnMut() -> Option<ChunkOut>) -> Flow {
         let data_pool = self.data_pool;
-        let (flow, data) = self.redo_job(r, results);
-        let _ = data_pool.try_send(data);
+        let (flow, held) = self.redo_job(r, results);
+        held.recycle(data_pool);
         flow
     }
 
-    /// [`Sequencer::redo`]; gives the job's buffer back.
+    /// [`Sequencer::redo`]; gives the job's bytes back.
     fn redo_job(
         &mut self,
         r: ChunkOut,
         results: &mut dyn FnMut() -> Option<ChunkOut>,
-    ) -> (Flow, Vec<u8>) {
+    ) -> (Flow, Held) {
         let ChunkOut {
-            job, narrow, wide, ..
+            mut job,
+            narrow,
+            wide,
+            ..
         } = r;
         let _ = self.wide_pool.try_send(wide);
         let index = job.index;
@@ -1244,6 +1306,10 @@ impl Sequencer<'_> {
             }
             let segs = std::mem::take(&mut run.segs);
             self.window = window;
+            if let Some(what) = job.clamp().then(|| job.read_error.clone()).flatten() {
+                self.send(Emit::Damage(format!("reading the input failed: {what}")));
+                break Flow::Stop;
+            }
             self.slide_segs(&buf, &segs);
             if !self.send(Emit::Bytes(Bytes { buf, segs, base })) {
                 break Flow::Stop;
@@ -1283,7 +1349,7 @@ impl Sequencer<'_> {
                 }
             }
         };
-        (flow, job.buf)
+        (flow, job.held)
     }
 
     /// Reports the bytes from compressed offset `at` (the input is read up to `covered`,
@@ -1426,7 +1492,7 @@ fn read_jobs(
         let next_len = rest.len();
         let job = Job {
             index,
-            buf: data,
+            held: Held::Buf(data),
             len,
             eof,
             read_error: read_error.clone(),
@@ -1440,8 +1506,38 @@ fn read_jobs(
     }
 }
 
+/// [`read_jobs`] for a mapped file: each job is the stretch of the mapping from byte
+/// `index * chunk` to the end of the next chunk, verified readable before it is dealt.
+fn map_jobs(map: &Arc<GuardedMap>, chunk: usize, deal: &mut dyn FnMut(Job) -> bool) {
+    let mut index = 0;
+    loop {
+        let at = index * chunk;
+        let want = at.saturating_add(2 * chunk);
+        // After the file shrank, nothing past its new end is decoded.
+        let end = map.verify(want).min(map.usable()).max(at);
+        let shrank = map.shrank_from().filter(|_| end < want).map(|from| {
+            format!(
+                "the file shrank from {from} to {} bytes while it was read",
+                map.usable()
+            )
+        });
+        let len = end - at;
+        let job = Job {
+            index,
+            held: Held::Map(map.clone(), at),
+            len,
+            eof: len < 2 * chunk,
+            read_error: shrank,
+        };
+        if !deal(job) || len <= chunk {
+            return;
+        }
+        index += 1;
+    }
+}
+
 /// Starts the parallel gzip reader on `raw` (which starts with a gzip header).
-pub(crate) fn start(raw: Box<dyn Read + Send>, cfg: Config) -> io::Result<BlockStream> {
+pub(crate) fn start(raw: Compressed, cfg: Config) -> io::Result<BlockStream> {
     let workers = cfg.workers;
     let (pool_tx, pool_rx) = bounded::<Vec<u8>>(2 * workers + 4);
     let (wide_tx, wide_rx) = bounded::<Vec<u16>>(2 * workers + 2);
@@ -1473,11 +1569,15 @@ pub(crate) fn start(raw: Box<dyn Read + Send>, cfg: Config) -> io::Result<BlockS
             .name("tracekit-pargz-read".into())
             .spawn(move || {
                 let mut k = 0;
-                read_jobs(raw, cfg.chunk, &data_rx, &mut |job| {
+                let mut deal = |job| {
                     let ok = job_txs[k].send(job).is_ok();
                     k = (k + 1) % job_txs.len();
                     ok
-                });
+                };
+                match raw {
+                    Compressed::Read(raw) => read_jobs(raw, cfg.chunk, &data_rx, &mut deal),
+                    Compressed::Mapped(map) => map_jobs(&map, cfg.chunk, &mut deal),
+                }
             })?,
     );
     threads.push(
@@ -1629,9 +1729,33 @@ fn sequence(
 pub fn gunzip_parallel(
     raw: impl Read + Send + 'static,
     cfg: Config,
+    out: impl FnMut(&[u8]) -> bool,
+) -> Result<u64, tracekit_core::Error> {
+    deliver(start(Compressed::Read(Box::new(raw)), cfg)?, out)
+}
+
+/// [`gunzip_parallel`] for a regular file: it is mapped, and the workers decode its
+/// bytes where they lie, with no copy (what [`crate::Input`] does for a compressed
+/// file unless it was opened with [`crate::ReadMode::Read`]). A file that shrinks
+/// meanwhile ends in an error after every byte before its new end. A file that cannot
+/// be mapped (empty, not a regular file) is read.
+pub fn gunzip_file_parallel(
+    file: std::fs::File,
+    cfg: Config,
+    out: impl FnMut(&[u8]) -> bool,
+) -> Result<u64, tracekit_core::Error> {
+    let raw = match file.try_clone().ok().and_then(GuardedMap::open) {
+        Some(map) => Compressed::Mapped(Arc::new(map)),
+        None => Compressed::Read(Box::new(file)),
+    };
+    deliver(start(raw, cfg)?, out)
+}
+
+/// Hands `stream`'s blocks to `out` (see [`gunzip_parallel`]).
+fn deliver(
+    mut stream: BlockStream,
     mut out: impl FnMut(&[u8]) -> bool,
 ) -> Result<u64, tracekit_core::Error> {
-    let mut stream = start(Box::new(raw), cfg)?;
     let mut delivered = 0u64;
     loop {
         match stream.next_block() {
@@ -1688,6 +1812,91 @@ mod tests {
             },
         );
         (got, r.err().map(|e| e.to_string()))
+    }
+
+    /// Decodes the gzip file at `path` mapped, in chunks of `chunk` bytes on 2 workers;
+    /// once `cut.0` bytes came out, cuts the file to `cut.1` bytes. With `verified`,
+    /// the whole mapping is verified first, and the cut made then, so that the jobs
+    /// cover pages that are gone (read as zeros).
+    fn run_mapped(
+        file: &std::fs::File,
+        chunk: usize,
+        cut: Option<(usize, u64)>,
+        verified: bool,
+    ) -> (Vec<u8>, Option<String>) {
+        let map = GuardedMap::open(file.try_clone().unwrap()).unwrap();
+        if verified {
+            map.verify(usize::MAX);
+            if let Some((0, len)) = cut {
+                file.set_len(len).unwrap();
+            }
+        }
+        let mut stream = start(
+            Compressed::Mapped(Arc::new(map)),
+            Config::with_chunk(2, chunk),
+        )
+        .unwrap();
+        let mut got = Vec::new();
+        loop {
+            match stream.next_block() {
+                Ok(Some((buf, len))) => {
+                    got.extend_from_slice(&buf[..len]);
+                    stream.recycle(buf);
+                    if let Some((after, len)) = cut
+                        && got.len() >= after
+                        && file.metadata().unwrap().len() > len
+                    {
+                        file.set_len(len).unwrap();
+                    }
+                }
+                Ok(None) => return (got, None),
+                Err(fault) => {
+                    let e = crate::input::fault_error(
+                        crate::Compression::Gzip,
+                        &fault,
+                        got.len() as u64,
+                        None,
+                    );
+                    return (got, Some(e.to_string()));
+                }
+            }
+        }
+    }
+
+    /// Jobs that borrow a mapped file give the bytes that jobs read into buffers give;
+    /// when the file shrinks under the workers, every byte before its new end comes
+    /// out, then the error says that it shrank.
+    #[test]
+    fn a_mapped_file_decodes_as_a_read_one_and_reports_shrinking() {
+        let data = text(3 << 20, 7);
+        let packed = gz(&data, 6);
+        let mut f = tempfile::tempfile().unwrap();
+        f.write_all(&packed).unwrap();
+        let chunk = 32 << 10;
+        assert_eq!(run_mapped(&f, chunk, None, false), (data.clone(), None));
+        let half = packed.len() as u64 / 2;
+        // What the first half of the compressed bytes holds, less the last block
+        // (at most a chunk's worth of output here).
+        let (whole, _) = run(packed[..half as usize].to_vec(), chunk, 2);
+        // Cut to half once the first 64 KiB came out (the reading thread is then at
+        // most a few chunks ahead, and finds the cut as it verifies the next job's
+        // pages); or before the start, with every page verified, so that the workers
+        // read the second half as zeros and the sequencer finds the cut.
+        for (cut, verified) in [((64 << 10, half), false), ((0, half), true)] {
+            f.set_len(0).unwrap();
+            std::io::Seek::rewind(&mut f).unwrap();
+            f.write_all(&packed).unwrap();
+            let (got, err) = run_mapped(&f, chunk, Some(cut), verified);
+            let err = err.expect("a cut file ends in an error");
+            assert!(err.contains("shrank from"), "{err}");
+            assert!(data.starts_with(&got), "only the file's bytes come out");
+            assert!(
+                got.len() + 4 * chunk >= whole.len(),
+                "{} bytes out, {} before the cut",
+                got.len(),
+                whole.len()
+            );
+        }
     }
 
     #[test]

@@ -9,7 +9,7 @@ use std::io::Write;
 use std::process::{Command, Stdio};
 
 use proptest::prelude::*;
-use tracekit_io::pargzip::{Config, gunzip_parallel};
+use tracekit_io::pargzip::{Config, gunzip_file_parallel, gunzip_parallel};
 use tracekit_io::{Compression, decompress_here};
 
 /// Chunk sizes and worker counts every file is decoded with.
@@ -33,17 +33,31 @@ fn pipe(tool: &str, args: &[&str], input: &[u8]) -> Vec<u8> {
     out.stdout
 }
 
+/// The parallel reader's bytes and error, the same whether it reads `packed` from a
+/// stream or decodes it in place in a mapped file (asserted here).
 fn parallel(packed: &[u8], chunk: usize, workers: usize) -> (Vec<u8>, Option<String>) {
+    let cfg = Config::with_chunk(workers, chunk);
     let mut got = Vec::new();
-    let r = gunzip_parallel(
-        std::io::Cursor::new(packed.to_vec()),
-        Config::with_chunk(workers, chunk),
-        |b| {
-            got.extend_from_slice(b);
-            true
-        },
+    let r = gunzip_parallel(std::io::Cursor::new(packed.to_vec()), cfg, |b| {
+        got.extend_from_slice(b);
+        true
+    });
+    let read = (got, r.err().map(|e| e.to_string()));
+    let mut file = tempfile::tempfile().unwrap();
+    std::io::Write::write_all(&mut file, packed).unwrap();
+    let mut got = Vec::new();
+    let r = gunzip_file_parallel(file, cfg, |b| {
+        got.extend_from_slice(b);
+        true
+    });
+    let mapped = (got, r.err().map(|e| e.to_string()));
+    assert!(
+        read == mapped,
+        "read and mapped differ: {:?} / {:?}",
+        read.1,
+        mapped.1
     );
-    (got, r.err().map(|e| e.to_string()))
+    read
 }
 
 fn sequential(packed: &[u8]) -> (Vec<u8>, Option<String>) {
