@@ -493,7 +493,8 @@ pub(crate) enum Compressed {
     Read(Box<dyn Read + Send>),
     /// A regular file mapped whole: jobs borrow their bytes from the mapping, verified
     /// two chunks at a time ahead of them by the reading thread. Neither the kernel's
-    /// copy into a buffer nor the copy of each next chunk is made (T6, 11 interleaved runs: 394.3 -> 354.8 ms, medians).
+    /// copy into a buffer nor the copy of each next chunk is made (T6, 11 interleaved
+    /// runs: 394.3 -> 354.8 ms, medians).
     Mapped(Arc<GuardedMap>),
 }
 
