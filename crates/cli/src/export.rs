@@ -380,10 +380,7 @@ fn flows_parallel(args: &ExportArgs, export: &mut ParquetExport) -> Result<Failu
             file,
             args.filter.as_deref(),
             tracekit::parallel::Parallel::new(args.threads),
-            |_| FlowsWorker {
-                table: FlowTable::new(FlowConfig::default()),
-                defrag: None,
-            },
+            |_| FlowsWorker::plain(FlowConfig::default()),
             |_, r| push(&r),
         )?;
         crate::flows::end_flows(&mut workers, &mut push);

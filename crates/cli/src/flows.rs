@@ -13,7 +13,7 @@ use tracekit::flow::{
 
 use crate::Outcome;
 use crate::columns::aligned;
-use crate::numbered::each_packet_joined;
+use crate::numbered::each_packet_joined_seen;
 
 /// One record per bidirectional flow (5-tuple): packets, wire bytes and payload bytes
 /// each way, first and last time stamps, TCP state and a Zeek-style history.
@@ -350,20 +350,36 @@ pub fn run(args: FlowsArgs) -> Result<Outcome> {
         }
     };
     for file in &args.files {
-        let ended = each_packet_joined(
+        // The trace time moves on with every packet read, also with fragments kept for
+        // joining and packets the filter drops (as in a run over several workers).
+        let latest = std::cell::Cell::new(tracekit::Timestamp::NONE);
+        let ended = each_packet_joined_seen(
             file,
             args.filter.as_deref(),
             defrag.as_mut(),
+            |packet| {
+                if packet.ts().is_known()
+                    && (!latest.get().is_known() || packet.ts() > latest.get())
+                {
+                    latest.set(packet.ts());
+                }
+            },
             |_, packet| {
+                table.advance(latest.get());
                 table.add(packet, &mut emit);
                 Ok(true)
             },
         )?;
+        // What the last packets read (held back or dropped) moved the time to.
+        table.advance(latest.get());
         if let Some(e) = ended.error {
             failure = Some((file.clone(), e, ended.read));
             break;
         }
     }
+    // The end as a run over several workers ends it: flows idle at the last time stamp
+    // end as idle, the rest at the end.
+    table.expire(table.now(), &mut emit);
     table.finish(&mut emit);
     if let Some(e) = write_error {
         return Err(e.into());
@@ -408,6 +424,50 @@ pub fn run(args: FlowsArgs) -> Result<Outcome> {
 pub struct FlowsWorker {
     pub table: FlowTable,
     pub defrag: Option<Defragmenter>,
+    /// A filter for the joined packets (with `--reassemble`, where it cannot run on the
+    /// fragments in the reader).
+    pub filter: Option<tracekit::Filter>,
+}
+
+impl FlowsWorker {
+    /// A worker with no defragmenter and no filter of its own.
+    pub fn plain(config: FlowConfig) -> FlowsWorker {
+        FlowsWorker {
+            table: FlowTable::new(config),
+            defrag: None,
+            filter: None,
+        }
+    }
+
+    /// One packet dealt to this worker: the stream's trace time first (also from
+    /// fragments the defragmenter keeps), then the packet, joined, filtered, and counted
+    /// at the tunnel levels that are this worker's.
+    fn count(
+        &mut self,
+        packet: &tracekit::Packet<'_>,
+        (levels, clock): (tracekit::parallel::Levels, Option<tracekit::Timestamp>),
+        emit: &mut impl FnMut(&FlowRecord),
+    ) -> Result<(), tracekit::Error> {
+        self.table.advance(packet.ts());
+        if let Some(clock) = clock {
+            self.table.advance(clock);
+        }
+        let packet = match self.defrag.as_mut() {
+            Some(d) => match d.add(packet).packet() {
+                Some(p) => p,
+                None => return Ok(()),
+            },
+            None => *packet,
+        };
+        if let Some(f) = self.filter.as_mut()
+            && !f.matches(&packet)?
+        {
+            return Ok(());
+        }
+        self.table
+            .add_levels(&packet, |level| levels.contains(level), emit);
+        Ok(())
+    }
 }
 
 impl tracekit::parallel::Worker for FlowsWorker {
@@ -418,15 +478,8 @@ impl tracekit::parallel::Worker for FlowsWorker {
         packet: &tracekit::Packet<'_>,
         out: &mut tracekit::parallel::Emit<'_, FlowRecord>,
     ) -> Result<(), tracekit::Error> {
-        let packet = match self.defrag.as_mut() {
-            Some(d) => match d.add(packet).packet() {
-                Some(p) => p,
-                None => return Ok(()),
-            },
-            None => *packet,
-        };
-        self.table.add(&packet, &mut |r| out.emit(*r));
-        Ok(())
+        let note = (out.levels(), out.clock());
+        self.count(packet, note, &mut |r| out.emit(*r))
     }
 }
 
@@ -451,18 +504,12 @@ impl tracekit::parallel::Worker for FormattingFlows {
         packet: &tracekit::Packet<'_>,
         out: &mut tracekit::parallel::Emit<'_, Vec<u8>>,
     ) -> Result<(), tracekit::Error> {
-        let packet = match self.flows.defrag.as_mut() {
-            Some(d) => match d.add(packet).packet() {
-                Some(p) => p,
-                None => return Ok(()),
-            },
-            None => *packet,
-        };
+        let note = (out.levels(), out.clock());
         let (buf, format) = (&mut self.buf, self.format);
         // Writing to memory cannot fail.
-        self.flows.table.add(&packet, &mut |r| {
+        self.flows.count(packet, note, &mut |r| {
             let _ = write_record(buf, format, r);
-        });
+        })?;
         if self.buf.len() >= RUN_CHUNK {
             out.emit(std::mem::replace(
                 &mut self.buf,
@@ -553,14 +600,17 @@ fn run_parallel(
     };
     let mut failure = None;
     let mut end_error = None;
+    // The filter runs in the workers, on joined packets, as with one thread; every
+    // packet reaches a worker and moves the trace time on, as with one thread.
+    let filter = args
+        .filter
+        .as_deref()
+        .map(crate::numbered::compile)
+        .transpose()?;
     for file in &args.files {
         let mut source = crate::open_source(file)?;
-        if let Some(expr) = &args.filter {
-            source = source
-                .with_filter(expr)
-                .map_err(|e| anyhow::anyhow!("filter '{expr}': {e}"))?;
-        }
         let done = tracekit::parallel::Parallel::new(args.threads)
+            .distribution(tracekit::parallel::Distribution::FlowLevels)
             .stop_flag(crate::ctrl_c_stop().flag())
             .run(
                 &mut source,
@@ -568,6 +618,7 @@ fn run_parallel(
                     flows: FlowsWorker {
                         table: FlowTable::new(config),
                         defrag: args.reassemble.then(|| Defragmenter::new(defrag_config)),
+                        filter: filter.clone(),
                     },
                     format,
                     buf: Vec::with_capacity(RUN_CHUNK + (4 << 10)),

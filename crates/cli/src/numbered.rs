@@ -42,7 +42,19 @@ pub fn each_packet(
 pub fn each_packet_joined(
     file: &str,
     filter: Option<&str>,
+    defrag: Option<&mut tracekit::flow::Defragmenter>,
+    f: impl FnMut(u64, &Packet<'_>) -> Result<bool>,
+) -> Result<Ended> {
+    each_packet_joined_seen(file, filter, defrag, |_| {}, f)
+}
+
+/// [`each_packet_joined`], with `seen` called for every packet read first, before it
+/// is joined or filtered (a flow table's trace time moves on with every packet).
+pub fn each_packet_joined_seen(
+    file: &str,
+    filter: Option<&str>,
     mut defrag: Option<&mut tracekit::flow::Defragmenter>,
+    mut seen: impl FnMut(&Packet<'_>),
     mut f: impl FnMut(u64, &Packet<'_>) -> Result<bool>,
 ) -> Result<Ended> {
     let mut filter = filter.map(compile).transpose()?;
@@ -51,6 +63,7 @@ pub fn each_packet_joined(
     let mut read = 0u64;
     // One packet read: joined, filtered, handed on; `false` to stop.
     let mut handle = |read: u64, packet: &Packet<'_>| -> Result<bool> {
+        seen(packet);
         let joined;
         let packet = match defrag.as_deref_mut() {
             Some(d) => match d.add(packet).packet() {

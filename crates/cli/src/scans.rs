@@ -57,10 +57,7 @@ pub fn run(args: ScansArgs) -> Result<Outcome> {
             &args.file,
             args.filter.as_deref(),
             tracekit::parallel::Parallel::new(args.threads),
-            |_| FlowsWorker {
-                table: FlowTable::new(FlowConfig::default()),
-                defrag: None,
-            },
+            |_| FlowsWorker::plain(FlowConfig::default()),
             |_, r| scans.add(&r),
         )?;
         end_flows(&mut workers, &mut |r| scans.add(r));

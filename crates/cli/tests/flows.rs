@@ -389,6 +389,143 @@ fn scans_count_the_failed_attempts_tshark_finds_on_every_corpus_file_on_one_and_
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
 
+/// `tracekit flows --json` on `threads` threads (and `extra` options), its exit code and
+/// its records sorted.
+fn sorted_flows(path: &Path, threads: &str, extra: &[&str]) -> (Option<i32>, Vec<String>) {
+    let out = tracekit()
+        .args(["flows", "--json", "--threads", threads])
+        .args(extra)
+        .arg(path)
+        .output()
+        .unwrap();
+    let mut lines: Vec<String> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(str::to_string)
+        .collect();
+    lines.sort();
+    (out.status.code(), lines)
+}
+
+/// `--threads N` gives the records of one thread on every corpus file (damaged ones
+/// included), with and without reassembly: the pcapng files whose simple packet blocks
+/// have no time stamps among packets that have one need the stream's clock passed to
+/// the workers.
+#[test]
+fn flows_on_several_threads_equal_one_thread_on_every_corpus_file() {
+    let mut problems = Vec::new();
+    let mut files = 0;
+    for entry in manifest() {
+        let path = corpus(&entry.file);
+        for extra in [&[][..], &["--reassemble"]] {
+            let one = sorted_flows(&path, "1", extra);
+            if sorted_flows(&path, "3", extra) != one {
+                problems.push(format!("{} {extra:?}", entry.file));
+            }
+        }
+        files += 1;
+    }
+    assert!(files > 100, "only {files} files");
+    assert!(
+        problems.is_empty(),
+        "3 threads differ from one on: {problems:?}"
+    );
+}
+
+/// Two things a worker of `--threads N` cannot see from its own packets, on a built
+/// trace: a flow inside tunnels whose packets come through twelve different outer
+/// address pairs (each pair's packets may go to another worker), and packets stamped
+/// earlier than the one before (the stream's clock then times a flow out, as on one
+/// thread, though the later packet went to another worker). Every thread count gives
+/// the records of one thread: the tunnelled flow is one record of 12 packets, and each
+/// flow of the out-of-order part two records.
+#[test]
+fn flows_inside_tunnels_and_out_of_order_time_stamps_equal_one_thread() {
+    use tracekit_testdata::builder::{Ethernet, Ipv4, Ipv6, PacketBuilder, Udp};
+    let eth = || Ethernet::new([2, 0, 0, 0, 0, 1], [2, 0, 0, 0, 0, 2]);
+    let v4udp = |src: [u8; 4], dst: [u8; 4]| {
+        PacketBuilder::new()
+            .ethernet(eth())
+            .ipv4(Ipv4::new(src, dst))
+            .udp(Udp::new(1000, 2000))
+            .payload(b"ping")
+            .build()
+    };
+    let (mut frames, mut ts) = (Vec::new(), Vec::new());
+    let t0 = 1_700_000_000u32;
+    // Out of order: eight flows at t0, one far later, then the eight again at t0 + 1.
+    for k in 1..=8u8 {
+        frames.push(v4udp([10, 0, 1, k], [10, 0, 2, k]));
+        ts.push(t0);
+    }
+    frames.push(v4udp([10, 0, 3, 1], [10, 0, 4, 1]));
+    ts.push(t0 + 1000);
+    for k in 1..=8u8 {
+        frames.push(v4udp([10, 0, 1, k], [10, 0, 2, k]));
+        ts.push(t0 + 1);
+    }
+    // One IPv6 flow in IPv4 (6in4) through twelve outer address pairs.
+    let inner = PacketBuilder::new()
+        .ipv6(Ipv6::new(
+            "2001:db8::1"
+                .parse::<std::net::Ipv6Addr>()
+                .unwrap()
+                .octets(),
+            "2001:db8::2"
+                .parse::<std::net::Ipv6Addr>()
+                .unwrap()
+                .octets(),
+        ))
+        .udp(Udp::new(6000, 7000))
+        .payload(b"inside")
+        .build();
+    for k in 1..=12u8 {
+        frames.push(
+            PacketBuilder::new()
+                .ethernet(eth())
+                .ipv4(Ipv4::new([192, 0, 2, 1], [198, 51, 100, k]).protocol(41))
+                .payload(&inner)
+                .build(),
+        );
+        ts.push(t0 + 2000 + u32::from(k));
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("tunnels-and-clock.pcap");
+    std::fs::write(&path, tracekit_testdata::pcap_at(&frames, &ts)).unwrap();
+
+    let idle = ["--timeout-idle", "60"];
+    let one = sorted_flows(&path, "1", &idle);
+    assert_eq!(one.0, Some(0));
+    let records: Vec<serde_json::Value> = one
+        .1
+        .iter()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let inside: Vec<_> = records
+        .iter()
+        .filter(|r| r["src_addr"] == "2001:db8::1")
+        .collect();
+    assert_eq!(inside.len(), 1, "{inside:?}");
+    assert_eq!(inside[0]["packets"], 12);
+    for k in 1..=8 {
+        let a = format!("10.0.1.{k}");
+        let n = records
+            .iter()
+            .filter(|r| r["src_addr"] == a.as_str())
+            .count();
+        assert_eq!(
+            n, 2,
+            "flow {k}: timed out at the later time stamp, then again"
+        );
+    }
+    for threads in ["2", "3", "4"] {
+        assert_eq!(
+            sorted_flows(&path, threads, &idle),
+            one,
+            "{threads} threads"
+        );
+    }
+}
+
 /// `--threads N` spreads packets by address pair: the records are those of one thread
 /// (in another order), with and without reassembly, damaged input included.
 #[test]

@@ -31,6 +31,25 @@ pub struct TunnelPorts {
     pub lwapp: [u16; 2],
 }
 
+impl TunnelPorts {
+    /// Whether the decoder looks for a tunnel in a UDP datagram between these ports.
+    #[inline]
+    pub fn carries(&self, src: u16, dst: u16) -> bool {
+        let [a, b] = self.lwapp;
+        [
+            self.vxlan,
+            self.geneve,
+            self.gtpu,
+            self.capwap_data,
+            self.capwap_control,
+            a,
+            b,
+        ]
+        .into_iter()
+        .any(|p| p != 0 && (src == p || dst == p))
+    }
+}
+
 impl Default for TunnelPorts {
     fn default() -> TunnelPorts {
         TunnelPorts {

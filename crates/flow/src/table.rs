@@ -589,18 +589,52 @@ impl FlowTable {
         packet: &Packet<'_>,
         emit: &mut impl FnMut(&FlowRecord),
     ) -> Option<Placed> {
+        self.add_levels(packet, |_| true, emit)
+    }
+
+    /// [`add`](Self::add) for one of several tables that share a trace out by tunnel
+    /// level (`tracekit::parallel::Distribution::FlowLevels`): the packet is counted
+    /// only at the levels (0: the outermost packet) for which `mine` says yes; its other
+    /// levels are another table's. Returns `None` when level 0 is not this table's.
+    pub fn add_levels(
+        &mut self,
+        packet: &Packet<'_>,
+        mine: impl Fn(usize) -> bool,
+        emit: &mut impl FnMut(&FlowRecord),
+    ) -> Option<Placed> {
         let d = Decoded::new(packet);
-        let placed = self.add_decoded(&d, packet.ts(), packet.wire_len(), 0, emit);
+        let placed = if mine(0) {
+            self.add_decoded(&d, packet.ts(), packet.wire_len(), 0, emit)
+        } else {
+            None
+        };
+        // A packet counted at level 0 moved the time on; any other does it here.
+        if placed.is_none() {
+            self.advance(packet.ts());
+        }
         if self.config.tunnels {
             let mut inner = d.inner();
             let mut level = 1u8;
             while let Some(i) = inner {
-                self.add_decoded(&i, packet.ts(), packet.wire_len(), level, emit);
+                if mine(usize::from(level)) {
+                    self.add_decoded(&i, packet.ts(), packet.wire_len(), level, emit);
+                }
                 inner = i.inner();
                 level = level.saturating_add(1);
             }
         }
         placed
+    }
+
+    /// Moves the table's trace time on to `ts` (if known and later): every packet of
+    /// the trace moves it, whether it is counted in a flow or not ([`add`](Self::add)
+    /// does this; a caller that holds packets back, such as a defragmenter, calls this
+    /// for the ones it keeps). Flows time out at the next packet counted.
+    #[inline]
+    pub fn advance(&mut self, ts: Timestamp) {
+        if ts.is_known() {
+            self.now = self.now.max(ts.as_unix_nanos());
+        }
     }
 
     /// Counts one decoded IP packet (at tunnel `level`) of `wire_len` bytes seen at

@@ -168,6 +168,23 @@ pub fn write_pcap(path: &Path, link: u32, frames: &[(Vec<u8>, usize)]) {
     std::fs::write(path, out).expect("the pcap file is written");
 }
 
+/// A classic pcap file (µs, little-endian, Ethernet) of whole `frames`, frame `i`
+/// stamped `secs[i]` seconds: for traces whose time stamps go back.
+pub fn pcap_at(frames: &[Vec<u8>], secs: &[u32]) -> Vec<u8> {
+    assert_eq!(frames.len(), secs.len(), "a time stamp per frame");
+    let mut out = Vec::new();
+    for v in [0xa1b2_c3d4u32, 0x0004_0002, 0, 0, 65535, 1] {
+        out.extend_from_slice(&v.to_le_bytes());
+    }
+    for (f, t) in frames.iter().zip(secs) {
+        for v in [*t, 0, f.len() as u32, f.len() as u32] {
+            out.extend_from_slice(&v.to_le_bytes());
+        }
+        out.extend_from_slice(f);
+    }
+    out
+}
+
 /// tshark's (epoch nanoseconds, `frame.len`, `frame.cap_len`) for every frame of `path`.
 pub fn tshark_frames(path: &Path) -> Vec<(u64, u32, u32)> {
     tshark_fields(path, &["frame.time_epoch", "frame.len", "frame.cap_len"])

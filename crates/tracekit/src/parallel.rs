@@ -114,6 +114,59 @@ pub struct Emit<'a, T> {
     items: &'a mut Vec<(u64, T)>,
     /// Asked to send the items now ([`Emit::send_soon`]).
     soon: bool,
+    /// What the reader noted about this packet for this worker.
+    note: Note,
+}
+
+/// The tunnel levels of a packet that a worker counts as its own (see
+/// [`Distribution::FlowLevels`]): one bit per level, level 0 the outermost; the bit of
+/// level 7 stands for it and every deeper one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Levels(u8);
+
+impl Levels {
+    /// Every level: what a worker gets unless [`Distribution::FlowLevels`] shares the
+    /// packet out.
+    pub const ALL: Levels = Levels(u8::MAX);
+
+    /// Whether tunnel level `level` (0: the outermost packet) is this worker's.
+    #[inline]
+    pub fn contains(self, level: usize) -> bool {
+        self.0 & (1 << level.min(7)) != 0
+    }
+}
+
+/// What the reader tells a worker about one packet beyond the packet itself: which of
+/// its levels are the worker's, and the stream's clock when the packet's own time stamp
+/// does not give it. Kept in a sparse list beside a batch's slots: most packets have
+/// nothing to note.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Note {
+    levels: Levels,
+    clock: Option<Timestamp>,
+}
+
+impl Note {
+    /// Nothing to note.
+    const PLAIN: Note = Note {
+        levels: Levels::ALL,
+        clock: None,
+    };
+}
+
+/// The stream's clock (its latest known time stamp, in `clock`) moved on by a packet
+/// stamped `ts`; returns the clock to note for the packet: `Some` when the packet's own
+/// time stamp is unknown or earlier, so that it does not tell the worker the time.
+#[inline]
+fn clock_note(clock: &mut Option<Timestamp>, ts: Timestamp) -> Option<Timestamp> {
+    match *clock {
+        Some(c) if !ts.is_known() || ts < c => Some(c),
+        _ if ts.is_known() => {
+            *clock = Some(ts);
+            None
+        }
+        _ => None,
+    }
 }
 
 impl<'a, T> Emit<'a, T> {
@@ -129,7 +182,29 @@ impl<'a, T> Emit<'a, T> {
             key,
             items,
             soon: false,
+            note: Note::PLAIN,
         }
+    }
+
+    /// The packet's tunnel levels that are this worker's to count: with
+    /// [`Distribution::FlowLevels`], a packet that carries tunnels may go to several
+    /// workers, each counting the levels whose address pair is its own (a flow table
+    /// counts each level in its flow, and each flow on one worker). Otherwise
+    /// [`Levels::ALL`].
+    #[inline]
+    pub fn levels(&self) -> Levels {
+        self.note.levels
+    }
+
+    /// The stream's clock at this packet, when the packet's own time stamp does not give
+    /// it: the latest known time stamp of the packets up to this one, if this packet's
+    /// is unknown or earlier (with the dealt distributions; `None` otherwise). A worker
+    /// sees only its own packets, so without this its clock could lag behind the
+    /// stream's at a packet stamped out of order, and a table that times flows out by
+    /// trace time would then keep a flow that one thread would have ended.
+    #[inline]
+    pub fn clock(&self) -> Option<Timestamp> {
+        self.note.clock
     }
 
     /// In a run over members: asks that this worker's items go to the combiner after
@@ -199,6 +274,16 @@ pub enum Distribution {
     /// the same worker. Packets that are not IP go round-robin.
     #[default]
     Flow,
+    /// As [`Distribution::Flow`], with the packets that carry tunnels shared out by
+    /// level: a packet goes to the worker of each of its levels' address pairs (the
+    /// outer packet's, then each one its tunnels carry, as far as the first fragment),
+    /// and each of those workers is told which levels are its own ([`Emit::levels`]).
+    /// A flow table that counts every level of a packet in that level's flow then
+    /// counts each flow whole on one worker, also a flow inside tunnels whose packets
+    /// come through different outer address pairs. A worker must count only its own
+    /// levels: the others reach their own workers too. The levels inside a fragment
+    /// (or a datagram reassembled from fragments) are the fragment's worker's.
+    FlowLevels,
     /// In turn.
     RoundRobin,
     /// By a user function.
@@ -218,6 +303,7 @@ impl std::fmt::Debug for Distribution {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(match self {
             Distribution::Flow => "Flow",
+            Distribution::FlowLevels => "FlowLevels",
             Distribution::RoundRobin => "RoundRobin",
             Distribution::By(_) => "By(..)",
             Distribution::Blocks => "Blocks",
@@ -605,6 +691,7 @@ impl Parallel {
                 // No reader to spare: equal shares, unless the caller chose worker 0's.
                 table: share_table(n, Some(self.reader_share.unwrap_or(1.0 / n as f64))),
                 n,
+                levels: n > 1 && matches!(self.distribution, Distribution::FlowLevels),
             });
             return self.run_turns(source, deal, make, combine);
         }
@@ -624,6 +711,7 @@ impl Parallel {
             distribution: self.distribution.clone(),
             table: share_table(n, self.reader_share),
             n,
+            levels: n > 1 && matches!(self.distribution, Distribution::FlowLevels),
         };
         let tick = self.tick;
         let order = self.order;
@@ -741,6 +829,8 @@ impl Parallel {
             ended: false,
             error: None,
             ticket: 0,
+            clocked: deal.is_some(),
+            clock: None,
         });
         let next_turn = std::sync::Condvar::new();
         let claims = AtomicU64::new(0);
@@ -869,6 +959,52 @@ struct Deal {
     distribution: Distribution,
     table: [u8; BUCKETS],
     n: usize,
+    /// [`Distribution::FlowLevels`] over more than one worker: packets are dealt by
+    /// [`Deal::level_targets`].
+    levels: bool,
+}
+
+/// Where a packet goes: up to one worker per tunnel level, each with the levels that
+/// are its own.
+#[derive(Clone, Copy)]
+struct Targets {
+    len: usize,
+    to: [(usize, Levels); 8],
+}
+
+impl Targets {
+    const NONE: Targets = Targets {
+        len: 0,
+        to: [(0, Levels(0)); 8],
+    };
+
+    /// Every level to worker `w`.
+    #[inline]
+    fn one(w: usize) -> Targets {
+        let mut t = Targets::NONE;
+        t.add(w, Levels::ALL.0);
+        t
+    }
+
+    /// The levels `bits` to worker `w`.
+    #[inline]
+    fn add(&mut self, w: usize, bits: u8) {
+        if bits == 0 {
+            return;
+        }
+        match self.to[..self.len].iter_mut().find(|(v, _)| *v == w) {
+            Some((_, levels)) => levels.0 |= bits,
+            None => {
+                self.to[self.len] = (w, Levels(bits));
+                self.len += 1;
+            }
+        }
+    }
+
+    #[inline]
+    fn get(&self) -> &[(usize, Levels)] {
+        &self.to[..self.len]
+    }
 }
 
 /// A worker at work, on the reader thread (worker 0: the packets dealt to it are
@@ -923,12 +1059,20 @@ impl<'a, W: Worker> Running<'a, W> {
     /// Packet `seq`; `false` once the worker stops (it failed, or the run stops before
     /// `seq`).
     #[inline]
-    fn packet(&mut self, p: &Packet<'_>, seq: u64, limit: u64, shared: &Shared) -> bool {
+    fn packet(
+        &mut self,
+        p: &Packet<'_>,
+        seq: u64,
+        note: Note,
+        limit: u64,
+        shared: &Shared,
+    ) -> bool {
         if self.failed || seq >= limit {
             return false;
         }
         self.stats.packets += 1;
         let mut out = Emit::keyed(packet_key(seq), &mut self.items);
+        out.note = note;
         if let Err(e) = self.worker.packet(p, &mut out) {
             fail(shared, seq, e);
             self.failed = true;
@@ -1105,6 +1249,8 @@ struct Batch {
     block: Arc<Vec<u8>>,
     slots: Vec<Slot>,
     ticks: Vec<(usize, TickRun)>,
+    /// Notes on some of the slots, by index.
+    notes: Vec<(usize, Note)>,
     /// Packets before this number have all been dealt.
     end_seq: u64,
 }
@@ -1114,9 +1260,30 @@ struct Batch {
 struct Lists {
     slots: Vec<Slot>,
     ticks: Vec<(usize, TickRun)>,
+    /// Notes on some of the slots, by index (none on a turn's own list).
+    notes: Vec<(usize, Note)>,
+    /// A turn's list of every packet: the stream's clock before its first packet
+    /// (kept with the dealt distributions only).
+    clock: Option<Timestamp>,
 }
 
 impl Lists {
+    /// Emptied for reuse.
+    fn clear(&mut self) {
+        self.slots.clear();
+        self.ticks.clear();
+        self.notes.clear();
+    }
+
+    /// Slot `slot` for the worker of these lists, with `note` unless it is plain.
+    #[inline]
+    fn push(&mut self, slot: Slot, note: Note) {
+        if note != Note::PLAIN {
+            self.notes.push((self.slots.len(), note));
+        }
+        self.slots.push(slot);
+    }
+
     /// Ticks that come before the next packet of worker `w`'s turn: in its own list, at
     /// that packet; every other worker owes them.
     fn tick(&mut self, run: TickRun, owed: &mut [Vec<TickRun>], w: usize) {
@@ -1192,6 +1359,8 @@ fn read_and_deal<W: Worker>(
     let mut generation = generation_of(source);
     let mut copy = CopyBlocks::default();
     let mut seq = 0u64;
+    // The stream's clock (see `Emit::clock`).
+    let mut clock = None;
     let mut ticker = Ticker {
         every: tick,
         ticks: 0,
@@ -1215,24 +1384,40 @@ fn read_and_deal<W: Worker>(
         let next = source.next_packet();
         let dealt = match next {
             Ok(Some(ref p)) => {
-                let w = deal.choose(p, seq);
+                let targets = if deal.levels {
+                    deal.level_targets(p, seq)
+                } else {
+                    Targets::one(deal.choose(p, seq))
+                };
+                let clock = clock_note(&mut clock, p.ts());
                 ticker.before(seq, p.ts(), |run| {
                     dealer.tick(run);
                     if let Some(own) = own.as_mut() {
                         own.ticks(&run, shared.limit.load(Ordering::Relaxed), shared);
                     }
                 });
-                if w == 0
-                    && let Some(own) = own.as_mut()
-                {
-                    own.packet(p, seq, shared.limit.load(Ordering::Relaxed), shared);
+                // Worker 0's share is processed here; the others' are dealt.
+                let mut others = Targets::NONE;
+                for &(w, levels) in targets.get() {
+                    if w == 0
+                        && let Some(own) = own.as_mut()
+                    {
+                        let note = Note { levels, clock };
+                        own.packet(p, seq, note, shared.limit.load(Ordering::Relaxed), shared);
+                    } else {
+                        others.add(w, levels.0);
+                    }
+                }
+                if others.len == 0 {
                     None
                 } else {
                     if !sharing {
                         let slot = copy.add(p, &mut dealer, seq);
-                        dealer.pending[w].slots.push(slot);
+                        for &(w, levels) in others.get() {
+                            dealer.pending[w].push(slot, Note { levels, clock });
+                        }
                     }
-                    Some((w, Lent::of(p)))
+                    Some((others, clock, Lent::of(p)))
                 }
             }
             Ok(None) => break,
@@ -1253,9 +1438,13 @@ fn read_and_deal<W: Worker>(
                 generation = g;
             }
         }
-        if sharing && let Some((w, lent)) = dealt {
+        if sharing && let Some((others, clock, lent)) = dealt {
             match source.input_mut().and_then(|i| lent.slot(i, seq)) {
-                Some(slot) => dealer.pending[w].slots.push(slot),
+                Some(slot) => {
+                    for &(w, levels) in others.get() {
+                        dealer.pending[w].push(slot, Note { levels, clock });
+                    }
+                }
                 None => {
                     error = Some(outside_window(seq));
                     break;
@@ -1334,6 +1523,11 @@ struct Turns<'s> {
     /// The number of the next turn: turns are taken in the order their numbers were
     /// claimed ([`Ahead`]).
     ticket: u64,
+    /// Whether turns are dealt: then each turn's list starts with the stream's clock
+    /// ([`Lists::clock`]), kept in `clock` (the latest known time stamp of the packets
+    /// of the turns taken).
+    clocked: bool,
+    clock: Option<Timestamp>,
 }
 
 /// A turn over an uncompressed file starts with the file's next bytes, which the worker
@@ -1504,8 +1698,8 @@ impl Turns<'_> {
         chunk: Option<Chunk>,
         shared: &Shared,
     ) -> Turn {
-        lists.slots.clear();
-        lists.ticks.clear();
+        lists.clear();
+        lists.clock = self.clock;
         lists
             .ticks
             .extend(self.owed[w].drain(..).map(|run| (0, run)));
@@ -1718,6 +1912,13 @@ impl Turns<'_> {
         last: bool,
         fed: bool,
     ) -> Turn {
+        // The clock after this turn's packets, for the next turn's (packets carried to
+        // it are in its list, not this one's).
+        if self.clocked {
+            for slot in &lists.slots {
+                clock_note(&mut self.clock, slot.meta.ts);
+            }
+        }
         if block.is_none()
             && let Some(first) = lists.slots.first()
         {
@@ -1825,7 +2026,7 @@ fn take_turns<W: Worker>(
                 while let Some((_, run)) = ticks.next_if(|(at, _)| *at == i) {
                     running.ticks(run, limit, shared);
                 }
-                if !running.packet(&slot.packet(block), slot.seq, limit, shared) {
+                if !running.packet(&slot.packet(block), slot.seq, Note::PLAIN, limit, shared) {
                     break;
                 }
             }
@@ -1970,12 +2171,16 @@ fn take_dealt_turns<W: Worker>(
                 running.send(from);
                 let limit = shared.limit.load(Ordering::Relaxed);
                 let mut ticks = lists.ticks.iter().peekable();
+                let mut notes = lists.notes.iter().peekable();
                 if let Some(block) = &block {
                     for (i, slot) in lists.slots.iter().enumerate() {
                         while let Some((_, run)) = ticks.next_if(|(at, _)| *at == i) {
                             running.ticks(run, limit, shared);
                         }
-                        if !running.packet(&slot.packet(block), slot.seq, limit, shared) {
+                        let note = notes
+                            .next_if(|(at, _)| *at == i)
+                            .map_or(Note::PLAIN, |n| n.1);
+                        if !running.packet(&slot.packet(block), slot.seq, note, limit, shared) {
                             break;
                         }
                     }
@@ -2012,8 +2217,7 @@ fn take_dealt_turns<W: Worker>(
                     deal_turn(&board.deal, block, &all, &mut outs);
                 } else {
                     for o in &mut outs {
-                        o.slots.clear();
-                        o.ticks.clear();
+                        o.clear();
                         o.ticks.extend(all.ticks.iter().map(|&(_, run)| (0, run)));
                     }
                 }
@@ -2044,18 +2248,32 @@ fn take_dealt_turns<W: Worker>(
 /// that follow it.
 fn deal_turn(deal: &Deal, block: &[u8], all: &Lists, outs: &mut [Lists]) {
     for o in outs.iter_mut() {
-        o.slots.clear();
-        o.ticks.clear();
+        o.clear();
     }
     let mut ticks = all.ticks.iter().peekable();
+    let mut clock = all.clock;
     for (i, slot) in all.slots.iter().enumerate() {
         while let Some(&(_, run)) = ticks.next_if(|(at, _)| *at == i) {
             for o in outs.iter_mut() {
                 o.ticks.push((o.slots.len(), run));
             }
         }
-        let w = deal.choose(&slot.packet(block), slot.seq);
-        outs[w].slots.push(*slot);
+        let clock = clock_note(&mut clock, slot.meta.ts);
+        let p = slot.packet(block);
+        if deal.levels {
+            for &(w, levels) in deal.level_targets(&p, slot.seq).get() {
+                outs[w].push(*slot, Note { levels, clock });
+            }
+        } else {
+            let w = deal.choose(&p, slot.seq);
+            outs[w].push(
+                *slot,
+                Note {
+                    levels: Levels::ALL,
+                    clock,
+                },
+            );
+        }
     }
     for &(_, run) in ticks {
         for o in outs.iter_mut() {
@@ -2165,17 +2383,22 @@ impl Dealer<'_> {
         for w in 1..self.n {
             let fresh = match self.spare_rx.try_recv() {
                 Ok(mut lists) => {
-                    lists.slots.clear();
-                    lists.ticks.clear();
+                    lists.clear();
                     lists
                 }
                 Err(TryRecvError::Empty | TryRecvError::Disconnected) => Lists::default(),
             };
-            let Lists { slots, ticks } = std::mem::replace(&mut self.pending[w], fresh);
+            let Lists {
+                slots,
+                ticks,
+                notes,
+                ..
+            } = std::mem::replace(&mut self.pending[w], fresh);
             let batch = Batch {
                 block: block.clone(),
                 slots,
                 ticks,
+                notes,
                 end_seq,
             };
             let batch = match self.batch_tx[w - 1].try_send(batch) {
@@ -2265,11 +2488,45 @@ impl Deal {
         }
         let bucket = match &self.distribution {
             // The hash's top byte: it is mixed, and the low bits fed the old modulo.
-            Distribution::Flow => flow_hash(p).map_or(seq as usize, |h| (h >> 56) as usize),
+            Distribution::Flow | Distribution::FlowLevels => {
+                flow_hash(p).map_or(seq as usize, |h| (h >> 56) as usize)
+            }
             Distribution::RoundRobin | Distribution::Blocks => seq as usize,
             Distribution::By(f) => return (f(p) % self.n as u64) as usize,
         };
         usize::from(self.table[bucket % BUCKETS])
+    }
+}
+
+impl Deal {
+    /// [`Distribution::FlowLevels`]: the worker of each tunnel level's address pair, as
+    /// far as the first fragment (the levels inside are its worker's, whatever a
+    /// reassembly finds there). A level with no address pair is its outer level's
+    /// worker's (round robin at the outermost). Level 7 and deeper are level 6's
+    /// worker's.
+    fn level_targets(&self, p: &Packet<'_>, seq: u64) -> Targets {
+        let worker = |h: u64| usize::from(self.table[(h >> 56) as usize % BUCKETS]);
+        if let Some((h, false)) = quick_flow(p) {
+            return Targets::one(worker(h));
+        }
+        let mut t = Targets::NONE;
+        let mut last = usize::from(self.table[seq as usize % BUCKETS]);
+        let mut level = Some(Decoded::new(p));
+        let mut depth = 0;
+        while let Some(l) = level {
+            if let Some(h) = l.address_pair_hash() {
+                last = worker(h);
+            }
+            t.add(last, 1 << depth);
+            depth += 1;
+            if depth == 7 || l.fragment().is_some() {
+                break;
+            }
+            level = l.inner();
+        }
+        // The levels not walked: the last one's worker's.
+        t.add(last, !((1u8 << depth) - 1));
+        t
     }
 }
 
@@ -2290,6 +2547,13 @@ fn flow_hash(p: &Packet<'_>) -> Option<u64> {
 /// included); `None` for anything else, which the decoder then walks.
 #[inline]
 fn quick_flow_hash(p: &Packet<'_>) -> Option<u64> {
+    quick_flow(p).map(|(h, _)| h)
+}
+
+/// [`quick_flow_hash`], and whether the packet may carry a tunnel (IP in IP, GRE, or
+/// UDP to or from a port the decoder looks for tunnels on; not a fragment).
+#[inline]
+fn quick_flow(p: &Packet<'_>) -> Option<(u64, bool)> {
     let b = p.data();
     let (mut ethertype, mut at) = match p.link_type() {
         tracekit_core::LinkType::ETHERNET => (u16::from_be_bytes([*b.get(12)?, *b.get(13)?]), 14),
@@ -2308,7 +2572,8 @@ fn quick_flow_hash(p: &Packet<'_>) -> Option<u64> {
             at += 4;
         }
     }
-    let (src, dst, proto) = match ethertype {
+    // Where the transport header is (`None` for a fragment).
+    let (src, dst, proto, l4) = match ethertype {
         0x0800 => {
             let ip = b.get(at..at + 20)?;
             if ip[0] >> 4 != 4 {
@@ -2316,7 +2581,14 @@ fn quick_flow_hash(p: &Packet<'_>) -> Option<u64> {
             }
             let src = u128::from(u32::from_be_bytes([ip[12], ip[13], ip[14], ip[15]]));
             let dst = u128::from(u32::from_be_bytes([ip[16], ip[17], ip[18], ip[19]]));
-            (src, dst, ip[9])
+            // More fragments, or a fragment offset.
+            let whole = u16::from_be_bytes([ip[6], ip[7]]) & 0x3fff == 0;
+            (
+                src,
+                dst,
+                ip[9],
+                whole.then(|| at + usize::from(ip[0] & 0x0f) * 4),
+            )
         }
         0x86dd => {
             let ip = b.get(at..at + 40)?;
@@ -2329,11 +2601,23 @@ fn quick_flow_hash(p: &Packet<'_>) -> Option<u64> {
             }
             let src = u128::from_be_bytes(ip[8..24].try_into().ok()?);
             let dst = u128::from_be_bytes(ip[24..40].try_into().ok()?);
-            (src, dst, ip[6])
+            (src, dst, ip[6], Some(at + 40))
         }
         _ => return None,
     };
-    Some(tracekit_decode::address_pair_hash(src, dst, proto))
+    let tunnel = match (proto, l4) {
+        (_, None) => false,
+        (4 | 41 | 47, _) => true,
+        (17, Some(l4)) => match b.get(l4..l4 + 4) {
+            Some(u) => tracekit_decode::TunnelPorts::default().carries(
+                u16::from_be_bytes([u[0], u[1]]),
+                u16::from_be_bytes([u[2], u[3]]),
+            ),
+            None => false,
+        },
+        _ => false,
+    };
+    Some((tracekit_decode::address_pair_hash(src, dst, proto), tunnel))
 }
 
 /// A worker thread: processes batches until the reader is done, sends its items and
@@ -2353,12 +2637,16 @@ fn work<W: Worker>(
         running.stats.idle += waited.elapsed();
         let limit = shared.limit.load(Ordering::Relaxed);
         let mut ticks = batch.ticks.iter().peekable();
+        let mut notes = batch.notes.iter().peekable();
         for (i, slot) in batch.slots.iter().enumerate() {
             // The ticks that come before this packet.
             while let Some((_, run)) = ticks.next_if(|(at, _)| *at == i) {
                 running.ticks(run, limit, shared);
             }
-            if !running.packet(&slot.packet(&batch.block), slot.seq, limit, shared) {
+            let note = notes
+                .next_if(|(at, _)| *at == i)
+                .map_or(Note::PLAIN, |n| n.1);
+            if !running.packet(&slot.packet(&batch.block), slot.seq, note, limit, shared) {
                 break;
             }
         }
@@ -2369,10 +2657,16 @@ fn work<W: Worker>(
         let Batch {
             slots,
             ticks,
+            notes,
             end_seq,
             ..
         } = batch;
-        let _ = spare_tx.try_send(Lists { slots, ticks });
+        let _ = spare_tx.try_send(Lists {
+            slots,
+            ticks,
+            notes,
+            clock: None,
+        });
         last_end = end_seq;
         if !running.send(end_seq) {
             break;

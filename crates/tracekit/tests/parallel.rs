@@ -693,3 +693,139 @@ fn a_users_chooser_decides_each_packets_worker() {
         assert_eq!(all, want.len());
     }
 }
+
+/// What a [`Distribution::FlowLevels`] worker is told about each packet: (packet,
+/// worker, the levels 0-7 that are its own as bits, the stream's clock in ns).
+type LevelNote = (u64, usize, u8, Option<u64>);
+
+struct LevelRecorder(usize);
+
+impl Worker for LevelRecorder {
+    type Item = LevelNote;
+
+    fn packet(&mut self, _: &Packet<'_>, out: &mut Emit<'_, LevelNote>) -> Result<(), Error> {
+        let levels = out.levels();
+        let bits = (0..8).fold(0u8, |b, l| b | (u8::from(levels.contains(l)) << l));
+        let clock = out.clock().map(|c| c.as_unix_nanos());
+        let seq = out.seq();
+        out.emit((seq, self.0, bits, clock));
+        Ok(())
+    }
+}
+
+/// [`Distribution::FlowLevels`], with the reader dealing (a mapped file) and with the
+/// workers taking turns (a file read): every level of every packet is one worker's; an
+/// IPv6 flow carried in IPv4 through twelve outer address pairs is one worker's at
+/// level 1 whichever worker has its outer level; and a packet stamped earlier than one
+/// before it (or not at all) carries the stream's clock, the latest time stamp so far.
+#[test]
+fn flow_levels_share_tunnelled_packets_out_by_level_and_pass_the_clock() {
+    use tracekit_testdata::builder::Ipv6;
+    let eth = || Ethernet::new([2, 0, 0, 0, 0, 1], [2, 0, 0, 0, 0, 2]);
+    let (mut frames, mut secs) = (Vec::new(), Vec::new());
+    let t0 = 1_700_000_000u32;
+    let inner = PacketBuilder::new()
+        .ipv6(Ipv6::new(
+            "2001:db8::1"
+                .parse::<std::net::Ipv6Addr>()
+                .unwrap()
+                .octets(),
+            "2001:db8::2"
+                .parse::<std::net::Ipv6Addr>()
+                .unwrap()
+                .octets(),
+        ))
+        .udp(Udp::new(6000, 7000))
+        .payload(b"inside")
+        .build();
+    let mut tunnelled = Vec::new();
+    let payload = [0x55u8; 1400];
+    // About 4 MB: several buffers, so that the clock goes from turn to turn.
+    for k in 0..3000u32 {
+        let frame = if k % 50 == 0 {
+            tunnelled.push(frames.len() as u64);
+            PacketBuilder::new()
+                .ethernet(eth())
+                .ipv4(Ipv4::new([192, 0, 2, 1], [198, 51, 100, (k / 50) as u8]).protocol(41))
+                .payload(&inner)
+                .build()
+        } else {
+            let [_, _, a, b] = k.to_be_bytes();
+            PacketBuilder::new()
+                .ethernet(eth())
+                .ipv4(Ipv4::new([10, 1, a, b], [10, 2, a, b]))
+                .tcp(Tcp::new(1000, 80))
+                .payload(&payload)
+                .build()
+        };
+        frames.push(frame);
+        // Time jumps ahead at packet 5; the packets after it are stamped earlier.
+        secs.push(if k == 5 { t0 + 100_000 } else { t0 + k });
+    }
+    let mut clock = 0u64;
+    let want_clock: Vec<Option<u64>> = secs
+        .iter()
+        .map(|&s| {
+            let ns = u64::from(s) * 1_000_000_000;
+            let note = (ns < clock).then_some(clock);
+            clock = clock.max(ns);
+            note
+        })
+        .collect();
+    assert!(want_clock.iter().filter(|c| c.is_some()).count() > 2900);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("levels.pcap");
+    std::fs::write(&path, tracekit_testdata::pcap_at(&frames, &secs)).unwrap();
+    for read_mode in [tracekit::ReadMode::Read, tracekit::ReadMode::Mmap] {
+        for workers in [2, 3, 8] {
+            let what = format!("{read_mode:?}, {workers} workers");
+            let options = tracekit::OpenOptions {
+                read_mode,
+                ..Default::default()
+            };
+            let mut source = tracekit::open_with(path.to_str().unwrap(), &options).unwrap();
+            let mut got: Vec<LevelNote> = Vec::new();
+            let done = Parallel::new(workers)
+                .distribution(Distribution::FlowLevels)
+                .run(&mut source, LevelRecorder, |_, n| got.push(n))
+                .unwrap();
+            assert_eq!(
+                done.stats.turns,
+                read_mode == tracekit::ReadMode::Read,
+                "{what}"
+            );
+            let mut per: HashMap<u64, Vec<LevelNote>> = HashMap::new();
+            for n in got {
+                per.entry(n.0).or_default().push(n);
+            }
+            assert_eq!(per.len(), frames.len(), "{what}: every packet is dealt");
+            let mut inner_workers = std::collections::BTreeSet::new();
+            for (seq, notes) in &per {
+                let all = notes.iter().fold(0u8, |b, n| {
+                    assert_eq!(b & n.2, 0, "{what}: packet {seq}: a level twice");
+                    b | n.2
+                });
+                assert_eq!(all, u8::MAX, "{what}: packet {seq}: levels not dealt");
+                for n in notes {
+                    assert_eq!(n.3, want_clock[*seq as usize], "{what}: packet {seq}");
+                }
+                if tunnelled.contains(seq) {
+                    let owner = notes.iter().find(|n| n.2 & 0b10 != 0).unwrap().1;
+                    inner_workers.insert(owner);
+                } else {
+                    assert_eq!(notes.len(), 1, "{what}: packet {seq} has no tunnel");
+                }
+            }
+            assert_eq!(
+                inner_workers.len(),
+                1,
+                "{what}: the inner flow is one worker's"
+            );
+            // The outer pairs are spread: some tunnelled packet went to two workers.
+            assert!(
+                tunnelled.iter().any(|s| per[s].len() == 2),
+                "{what}: no tunnelled packet was shared out"
+            );
+        }
+    }
+}
