@@ -448,9 +448,13 @@ impl FlowsWorker {
         (levels, clock): (tracekit::parallel::Levels, Option<tracekit::Timestamp>),
         emit: &mut impl FnMut(&FlowRecord),
     ) -> Result<(), tracekit::Error> {
-        self.table.advance(packet.ts());
         if let Some(clock) = clock {
             self.table.advance(clock);
+        }
+        // A packet counted moves the time on in the table; one held back or dropped,
+        // here.
+        if self.defrag.is_some() || self.filter.is_some() {
+            self.table.advance(packet.ts());
         }
         let packet = match self.defrag.as_mut() {
             Some(d) => match d.add(packet).packet() {

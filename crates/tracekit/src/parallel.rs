@@ -964,26 +964,31 @@ struct Deal {
     levels: bool,
 }
 
-/// Where a packet goes: up to one worker per tunnel level, each with the levels that
-/// are its own.
+/// Where a packet goes: up to one worker per tunnel level (worker numbers fit a byte:
+/// [`MAX_WORKERS`]), each with the levels that are its own. 17 bytes: one is made for
+/// every packet.
 #[derive(Clone, Copy)]
 struct Targets {
-    len: usize,
-    to: [(usize, Levels); 8],
+    len: u8,
+    workers: [u8; 8],
+    levels: [u8; 8],
 }
 
 impl Targets {
     const NONE: Targets = Targets {
         len: 0,
-        to: [(0, Levels(0)); 8],
+        workers: [0; 8],
+        levels: [0; 8],
     };
 
     /// Every level to worker `w`.
     #[inline]
     fn one(w: usize) -> Targets {
-        let mut t = Targets::NONE;
-        t.add(w, Levels::ALL.0);
-        t
+        Targets {
+            len: 1,
+            workers: [w as u8; 8],
+            levels: [Levels::ALL.0; 8],
+        }
     }
 
     /// The levels `bits` to worker `w`.
@@ -992,18 +997,28 @@ impl Targets {
         if bits == 0 {
             return;
         }
-        match self.to[..self.len].iter_mut().find(|(v, _)| *v == w) {
-            Some((_, levels)) => levels.0 |= bits,
+        let len = usize::from(self.len);
+        match self.workers[..len]
+            .iter()
+            .position(|&v| usize::from(v) == w)
+        {
+            Some(i) => self.levels[i] |= bits,
             None => {
-                self.to[self.len] = (w, Levels(bits));
+                self.workers[len] = w as u8;
+                self.levels[len] = bits;
                 self.len += 1;
             }
         }
     }
 
+    /// The workers and their levels.
     #[inline]
-    fn get(&self) -> &[(usize, Levels)] {
-        &self.to[..self.len]
+    fn get(&self) -> impl Iterator<Item = (usize, Levels)> + '_ {
+        let len = usize::from(self.len);
+        self.workers[..len]
+            .iter()
+            .zip(&self.levels[..len])
+            .map(|(&w, &l)| (usize::from(w), Levels(l)))
     }
 }
 
@@ -1278,7 +1293,7 @@ impl Lists {
     /// Slot `slot` for the worker of these lists, with `note` unless it is plain.
     #[inline]
     fn push(&mut self, slot: Slot, note: Note) {
-        if note != Note::PLAIN {
+        if note.levels != Levels::ALL || note.clock.is_some() {
             self.notes.push((self.slots.len(), note));
         }
         self.slots.push(slot);
@@ -1398,7 +1413,7 @@ fn read_and_deal<W: Worker>(
                 });
                 // Worker 0's share is processed here; the others' are dealt.
                 let mut others = Targets::NONE;
-                for &(w, levels) in targets.get() {
+                for (w, levels) in targets.get() {
                     if w == 0
                         && let Some(own) = own.as_mut()
                     {
@@ -1413,7 +1428,7 @@ fn read_and_deal<W: Worker>(
                 } else {
                     if !sharing {
                         let slot = copy.add(p, &mut dealer, seq);
-                        for &(w, levels) in others.get() {
+                        for (w, levels) in others.get() {
                             dealer.pending[w].push(slot, Note { levels, clock });
                         }
                     }
@@ -1441,7 +1456,7 @@ fn read_and_deal<W: Worker>(
         if sharing && let Some((others, clock, lent)) = dealt {
             match source.input_mut().and_then(|i| lent.slot(i, seq)) {
                 Some(slot) => {
-                    for &(w, levels) in others.get() {
+                    for (w, levels) in others.get() {
                         dealer.pending[w].push(slot, Note { levels, clock });
                     }
                 }
@@ -2261,7 +2276,7 @@ fn deal_turn(deal: &Deal, block: &[u8], all: &Lists, outs: &mut [Lists]) {
         let clock = clock_note(&mut clock, slot.meta.ts);
         let p = slot.packet(block);
         if deal.levels {
-            for &(w, levels) in deal.level_targets(&p, slot.seq).get() {
+            for (w, levels) in deal.level_targets(&p, slot.seq).get() {
                 outs[w].push(*slot, Note { levels, clock });
             }
         } else {
@@ -2504,11 +2519,25 @@ impl Deal {
     /// reassembly finds there). A level with no address pair is its outer level's
     /// worker's (round robin at the outermost). Level 7 and deeper are level 6's
     /// worker's.
+    #[inline(always)]
     fn level_targets(&self, p: &Packet<'_>, seq: u64) -> Targets {
-        let worker = |h: u64| usize::from(self.table[(h >> 56) as usize % BUCKETS]);
-        if let Some((h, false)) = quick_flow(p) {
-            return Targets::one(worker(h));
+        match quick_flow(p) {
+            Some((h, false)) => Targets::one(self.worker(h)),
+            _ => self.levels_decoded(p, seq),
         }
+    }
+
+    /// The worker of address-pair hash `h`.
+    #[inline(always)]
+    fn worker(&self, h: u64) -> usize {
+        usize::from(self.table[(h >> 56) as usize % BUCKETS])
+    }
+
+    /// [`Deal::level_targets`] for a packet that may carry a tunnel, or that the quick
+    /// look does not read: the decoder walks its levels.
+    #[inline(never)]
+    fn levels_decoded(&self, p: &Packet<'_>, seq: u64) -> Targets {
+        let worker = |h: u64| self.worker(h);
         let mut t = Targets::NONE;
         let mut last = usize::from(self.table[seq as usize % BUCKETS]);
         let mut level = Some(Decoded::new(p));
@@ -2552,7 +2581,7 @@ fn quick_flow_hash(p: &Packet<'_>) -> Option<u64> {
 
 /// [`quick_flow_hash`], and whether the packet may carry a tunnel (IP in IP, GRE, or
 /// UDP to or from a port the decoder looks for tunnels on; not a fragment).
-#[inline]
+#[inline(always)]
 fn quick_flow(p: &Packet<'_>) -> Option<(u64, bool)> {
     let b = p.data();
     let (mut ethertype, mut at) = match p.link_type() {
