@@ -450,6 +450,9 @@ impl FlowsWorker {
     ) -> Result<(), tracekit::Error> {
         if let Some(clock) = clock {
             self.table.advance(clock);
+            if let Some(d) = self.defrag.as_mut() {
+                d.advance(clock);
+            }
         }
         // A packet counted moves the time on in the table; one held back or dropped,
         // here.

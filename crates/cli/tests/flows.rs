@@ -488,6 +488,41 @@ fn flows_inside_tunnels_and_out_of_order_time_stamps_equal_one_thread() {
         );
         ts.push(t0 + 2000 + u32::from(k));
     }
+    // One IPv4 flow in GRE through twelve more outer pairs: through each, once in an
+    // outer packet cut in two fragments (the first shows the flow's headers), once
+    // whole.
+    for k in 1..=12u8 {
+        for size in [1500, 20] {
+            let mut gre = vec![0, 0, 0x08, 0x00];
+            gre.extend_from_slice(
+                &PacketBuilder::new()
+                    .ipv4(Ipv4::new([10, 9, 0, 1], [10, 9, 0, 2]))
+                    .udp(Udp::new(5000, 7000))
+                    .payload(&vec![0x42; size])
+                    .build(),
+            );
+            let outer = |off: usize, end: usize, more: bool| {
+                PacketBuilder::new()
+                    .ethernet(eth())
+                    .ipv4(
+                        Ipv4::new([192, 0, 2, 2], [203, 0, 113, k])
+                            .protocol(47)
+                            .id(u16::from(k))
+                            .fragment(off as u16, more),
+                    )
+                    .payload(&gre[off..end])
+                    .build()
+            };
+            if size > 1000 {
+                frames.push(outer(0, 800, true));
+                frames.push(outer(800, gre.len(), false));
+                ts.extend([t0 + 3000, t0 + 3000]);
+            } else {
+                frames.push(outer(0, gre.len(), false));
+                ts.push(t0 + 3000);
+            }
+        }
+    }
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("tunnels-and-clock.pcap");
     std::fs::write(&path, tracekit_testdata::pcap_at(&frames, &ts)).unwrap();
@@ -506,6 +541,15 @@ fn flows_inside_tunnels_and_out_of_order_time_stamps_equal_one_thread() {
         .collect();
     assert_eq!(inside.len(), 1, "{inside:?}");
     assert_eq!(inside[0]["packets"], 12);
+    let in_gre: Vec<_> = records
+        .iter()
+        .filter(|r| r["src_addr"] == "10.9.0.1")
+        .collect();
+    assert_eq!(in_gre.len(), 1, "{in_gre:?}");
+    assert_eq!(
+        in_gre[0]["packets"], 24,
+        "whole packets and first fragments"
+    );
     for k in 1..=8 {
         let a = format!("10.0.1.{k}");
         let n = records

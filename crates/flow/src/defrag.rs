@@ -398,6 +398,8 @@ impl Defragmenter {
     /// Takes a packet; see [`Defragged`]. The datagram last completed, when several
     /// levels were joined, is the innermost.
     pub fn add<'a>(&'a mut self, packet: &Packet<'a>) -> Defragged<'a> {
+        // Every packet moves the trace time on, not only fragments.
+        self.advance(packet.ts());
         let meta = match self.add_level(packet.data(), packet.meta()) {
             Level::Pass => return Defragged::Pass(*packet),
             Level::Held => return Defragged::Held,
@@ -471,6 +473,18 @@ impl Defragmenter {
                     (i64::from(meta.wire_len) + added).clamp(0, i64::from(u32::MAX)) as u32;
                 Level::Complete(meta)
             }
+        }
+    }
+
+    /// Moves the trace time on to `ts` (if known and later), as a packet [`add`]ed would:
+    /// for one of several defragmenters that share a trace, told the trace's time when
+    /// a packet of its own does not give it. Datagrams time out at the next fragment.
+    ///
+    /// [`add`]: Defragmenter::add
+    #[inline]
+    pub fn advance(&mut self, ts: tracekit_core::Timestamp) {
+        if ts.is_known() {
+            self.now = self.now.max(ts.as_unix_nanos());
         }
     }
 

@@ -2,9 +2,10 @@
 //! thread that runs the first), and one combiner.
 //!
 //! The user writes a [`Worker`] (per-worker state and what to do with a packet, and with
-//! a [`Tick`]); [`Parallel::run`] reads the source, hands each packet to one worker chosen by the [`Distribution`] (by default the flow: both
-//! directions of a conversation and every fragment of a datagram reach the same worker,
-//! in file order), passes what workers emit to the caller in the chosen [`Order`], and
+//! a [`Tick`]); [`Parallel::run`] reads the source, hands each packet to
+//! the worker the [`Distribution`] chooses (by default the flow: both directions of a
+//! conversation and every fragment of a datagram reach the same worker, in file order;
+//! [`Distribution::FlowLevels`] hands a tunnelled packet to one worker per level), passes what workers emit to the caller in the chosen [`Order`], and
 //! returns the workers when the trace is done, for a reduce.
 //!
 //! **Every worker reads.** Over an input that offers its buffers (a file, compressed or
@@ -198,7 +199,8 @@ impl<'a, T> Emit<'a, T> {
 
     /// The stream's clock at this packet, when the packet's own time stamp does not give
     /// it: the latest known time stamp of the packets up to this one, if this packet's
-    /// is unknown or earlier (with the dealt distributions; `None` otherwise). A worker
+    /// is unknown or earlier (`None` with [`Distribution::Blocks`] taking turns, where a
+    /// worker reads its packets itself, and for a live source's members). A worker
     /// sees only its own packets, so without this its clock could lag behind the
     /// stream's at a packet stamped out of order, and a table that times flows out by
     /// trace time would then keep a flow that one thread would have ended.
@@ -276,13 +278,16 @@ pub enum Distribution {
     Flow,
     /// As [`Distribution::Flow`], with the packets that carry tunnels shared out by
     /// level: a packet goes to the worker of each of its levels' address pairs (the
-    /// outer packet's, then each one its tunnels carry, as far as the first fragment),
+    /// outer packet's, then each one its tunnels carry, a first fragment's included),
     /// and each of those workers is told which levels are its own ([`Emit::levels`]).
     /// A flow table that counts every level of a packet in that level's flow then
     /// counts each flow whole on one worker, also a flow inside tunnels whose packets
     /// come through different outer address pairs. A worker must count only its own
-    /// levels: the others reach their own workers too. The levels inside a fragment
-    /// (or a datagram reassembled from fragments) are the fragment's worker's.
+    /// levels: the others reach their own workers too. The levels a later fragment
+    /// hides (and so those of a datagram reassembled from fragments, which is done
+    /// where its last fragment goes) are the fragment's worker's: a flow inside
+    /// tunnels some of whose packets are reassembled is counted whole only if those
+    /// reach the worker of its own address pair.
     FlowLevels,
     /// In turn.
     RoundRobin,
@@ -327,7 +332,8 @@ pub enum Order {
 /// One worker's figures.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct WorkerStats {
-    /// Packets it processed.
+    /// Packets it processed (with [`Distribution::FlowLevels`] a packet shared out by
+    /// level counts for each worker it reached).
     pub packets: u64,
     /// Batches it received.
     pub batches: u64,
@@ -2104,7 +2110,8 @@ enum Step {
     Take(u64, Vec<Lists>),
 }
 
-/// A worker of the dealt distributions ([`Distribution::Flow`], `RoundRobin`, `By`)
+/// A worker of the dealt distributions ([`Distribution::Flow`], `FlowLevels`,
+/// `RoundRobin`, `By`)
 /// over an input that shares its buffers: there is no reader thread. The workers take
 /// turns at the source as with [`Distribution::Blocks`] ([`take_turns`]), so reading,
 /// finding each packet's worker and the copy out of the page cache are spread over them
@@ -2259,8 +2266,8 @@ fn take_dealt_turns<W: Worker>(
 }
 
 /// A turn's packets and ticks (`all`, in `block`) into each worker's lists: every
-/// packet to the worker [`Deal::choose`] picks, every tick to all, before the packets
-/// that follow it.
+/// packet to the worker [`Deal::choose`] picks (to those [`Deal::level_targets`]
+/// picks, with their notes), every tick to all, before the packets that follow it.
 fn deal_turn(deal: &Deal, block: &[u8], all: &Lists, outs: &mut [Lists]) {
     for o in outs.iter_mut() {
         o.clear();
@@ -2515,9 +2522,9 @@ impl Deal {
 
 impl Deal {
     /// [`Distribution::FlowLevels`]: the worker of each tunnel level's address pair, as
-    /// far as the first fragment (the levels inside are its worker's, whatever a
-    /// reassembly finds there). A level with no address pair is its outer level's
-    /// worker's (round robin at the outermost). Level 7 and deeper are level 6's
+    /// far as the decoder sees (into a first fragment; the levels a later fragment
+    /// hides are its worker's, whatever a reassembly finds there). A level with no
+    /// address pair is its outer level's worker's (round robin at the outermost). Level 7 and deeper are level 6's
     /// worker's.
     #[inline(always)]
     fn level_targets(&self, p: &Packet<'_>, seq: u64) -> Targets {
@@ -2548,9 +2555,10 @@ impl Deal {
             }
             t.add(last, 1 << depth);
             depth += 1;
-            if depth == 7 || l.fragment().is_some() {
+            if depth == 7 {
                 break;
             }
+            // A first fragment shows what its tunnel carries; a later one nothing.
             level = l.inner();
         }
         // The levels not walked: the last one's worker's.
@@ -2580,7 +2588,8 @@ fn quick_flow_hash(p: &Packet<'_>) -> Option<u64> {
 }
 
 /// [`quick_flow_hash`], and whether the packet may carry a tunnel (IP in IP, GRE, or
-/// UDP to or from a port the decoder looks for tunnels on; not a fragment).
+/// UDP to or from a port the decoder looks for tunnels on; not a fragment after the
+/// first).
 #[inline(always)]
 fn quick_flow(p: &Packet<'_>) -> Option<(u64, bool)> {
     let b = p.data();
@@ -2601,7 +2610,7 @@ fn quick_flow(p: &Packet<'_>) -> Option<(u64, bool)> {
             at += 4;
         }
     }
-    // Where the transport header is (`None` for a fragment).
+    // Where the transport header is (`None` for a fragment after the first).
     let (src, dst, proto, l4) = match ethertype {
         0x0800 => {
             let ip = b.get(at..at + 20)?;
@@ -2610,13 +2619,13 @@ fn quick_flow(p: &Packet<'_>) -> Option<(u64, bool)> {
             }
             let src = u128::from(u32::from_be_bytes([ip[12], ip[13], ip[14], ip[15]]));
             let dst = u128::from(u32::from_be_bytes([ip[16], ip[17], ip[18], ip[19]]));
-            // More fragments, or a fragment offset.
-            let whole = u16::from_be_bytes([ip[6], ip[7]]) & 0x3fff == 0;
+            // A fragment offset: no transport header (a first fragment has one).
+            let first = u16::from_be_bytes([ip[6], ip[7]]) & 0x1fff == 0;
             (
                 src,
                 dst,
                 ip[9],
-                whole.then(|| at + usize::from(ip[0] & 0x0f) * 4),
+                first.then(|| at + usize::from(ip[0] & 0x0f) * 4),
             )
         }
         0x86dd => {
