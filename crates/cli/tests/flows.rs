@@ -465,16 +465,7 @@ fn flows_inside_tunnels_and_out_of_order_time_stamps_equal_one_thread() {
     }
     // One IPv6 flow in IPv4 (6in4) through twelve outer address pairs.
     let inner = PacketBuilder::new()
-        .ipv6(Ipv6::new(
-            "2001:db8::1"
-                .parse::<std::net::Ipv6Addr>()
-                .unwrap()
-                .octets(),
-            "2001:db8::2"
-                .parse::<std::net::Ipv6Addr>()
-                .unwrap()
-                .octets(),
-        ))
+        .ipv6(Ipv6::between("2001:db8::1", "2001:db8::2"))
         .udp(Udp::new(6000, 7000))
         .payload(b"inside")
         .build();
@@ -581,25 +572,13 @@ fn flows_on_several_threads_equal_one_thread() {
         "corrupt__vlan_truncated_midrecord.pcap",
     ] {
         for reassemble in [false, true] {
-            let run = |threads: &str| {
-                let mut cmd = tracekit();
-                cmd.args(["flows", "--json", "--threads", threads]);
-                if reassemble {
-                    cmd.arg("--reassemble");
-                }
-                let out = cmd.arg(corpus(name)).output().unwrap();
-                let mut lines: Vec<String> = String::from_utf8_lossy(&out.stdout)
-                    .lines()
-                    .map(str::to_string)
-                    .collect();
-                lines.sort();
-                (out.status.code(), lines)
-            };
-            let one = run("1");
+            let extra: &[&str] = if reassemble { &["--reassemble"] } else { &[] };
+            let path = corpus(name);
+            let one = sorted_flows(&path, "1", extra);
             assert!(!one.1.is_empty(), "{name}: no flows");
             for threads in ["2", "3"] {
                 assert_eq!(
-                    run(threads),
+                    sorted_flows(&path, threads, extra),
                     one,
                     "{name}, {threads} threads, reassemble {reassemble}"
                 );
@@ -1010,18 +989,9 @@ fn reassembled_flows_join_fragments_inside_tunnels() {
         }
     }
     // An inner IPv6 UDP datagram in IPv4 (6in4), in two fragments.
-    let (s6, d6) = (
-        "2001:db8::1"
-            .parse::<std::net::Ipv6Addr>()
-            .unwrap()
-            .octets(),
-        "2001:db8::2"
-            .parse::<std::net::Ipv6Addr>()
-            .unwrap()
-            .octets(),
-    );
+    let v6 = || Ipv6::between("2001:db8::1", "2001:db8::2");
     let whole = PacketBuilder::new()
-        .ipv6(Ipv6::new(s6, d6))
+        .ipv6(v6())
         .udp(Udp::new(6000, 7000))
         .payload(&data)
         .build();
@@ -1029,7 +999,7 @@ fn reassembled_flows_join_fragments_inside_tunnels() {
     for (off, more) in [(0usize, true), (1000, false)] {
         let end = if more { 1000 } else { body.len() };
         let frag = PacketBuilder::new()
-            .ipv6(Ipv6::new(s6, d6))
+            .ipv6(v6())
             .ipv6_ext(Ipv6Ext::fragment(off as u16, more, 0x200).next_header(17))
             .payload(&body[off..end])
             .build();

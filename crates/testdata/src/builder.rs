@@ -336,6 +336,16 @@ pub struct Ipv6 {
 }
 
 impl Ipv6 {
+    /// A header between two addresses written as text (`"2001:db8::1"`).
+    pub fn between(src: &str, dst: &str) -> Ipv6 {
+        let octets = |a: &str| {
+            a.parse::<std::net::Ipv6Addr>()
+                .expect("an IPv6 address")
+                .octets()
+        };
+        Ipv6::new(octets(src), octets(dst))
+    }
+
     /// A header from `src` to `dst`.
     pub fn new(src: [u8; 16], dst: [u8; 16]) -> Ipv6 {
         Ipv6 {

@@ -725,16 +725,7 @@ fn flow_levels_share_tunnelled_packets_out_by_level_and_pass_the_clock() {
     let (mut frames, mut secs) = (Vec::new(), Vec::new());
     let t0 = 1_700_000_000u32;
     let inner = PacketBuilder::new()
-        .ipv6(Ipv6::new(
-            "2001:db8::1"
-                .parse::<std::net::Ipv6Addr>()
-                .unwrap()
-                .octets(),
-            "2001:db8::2"
-                .parse::<std::net::Ipv6Addr>()
-                .unwrap()
-                .octets(),
-        ))
+        .ipv6(Ipv6::between("2001:db8::1", "2001:db8::2"))
         .udp(Udp::new(6000, 7000))
         .payload(b"inside")
         .build();
