@@ -596,7 +596,6 @@ fn run_parallel(
     format: Format,
     out: &mut impl Write,
 ) -> Result<Outcome> {
-    let mut stats = tracekit::flow::FlowStats::default();
     let mut write_error: Option<std::io::Error> = None;
     let mut write = |chunk: &[u8], out: &mut dyn Write| {
         if write_error.is_none()
@@ -606,7 +605,6 @@ fn run_parallel(
         }
     };
     let mut failure = None;
-    let mut end_error = None;
     // The filter runs in the workers, on joined packets, as with one thread; every
     // packet reaches a worker and moves the trace time on, as with one thread.
     let filter = args
@@ -614,55 +612,84 @@ fn run_parallel(
         .as_deref()
         .map(crate::numbered::compile)
         .transpose()?;
+    let mut parallel = tracekit::parallel::Parallel::new(args.threads)
+        .distribution(tracekit::parallel::Distribution::FlowLevels)
+        .stop_flag(crate::ctrl_c_stop().flag());
+    let n = parallel.workers();
+    if args.files.len() > 1 {
+        // Several files are one trace, as with one thread: each worker's table and
+        // defragmenter go on from one file's run to the next, so a flow must reach the
+        // same worker in every run. Workers that take turns at a file and a reader
+        // thread that deals (a source with no input to share: live capture, a DAG
+        // stream) share the flows out in other proportions by default; an equal share
+        // for every run keeps them in place.
+        parallel = parallel.reader_share(1.0 / n as f64);
+    }
+    // Worker i's flows between runs (`None` before the first).
+    let carried: std::sync::Mutex<Vec<Option<FlowsWorker>>> =
+        std::sync::Mutex::new((0..n).map(|_| None).collect());
     for file in &args.files {
         let mut source = crate::open_source(file)?;
-        let done = tracekit::parallel::Parallel::new(args.threads)
-            .distribution(tracekit::parallel::Distribution::FlowLevels)
-            .stop_flag(crate::ctrl_c_stop().flag())
-            .run(
-                &mut source,
-                |_| FormattingFlows {
-                    flows: FlowsWorker {
+        let done = parallel.run(
+            &mut source,
+            |i| FormattingFlows {
+                flows: carried
+                    .lock()
+                    .ok()
+                    .and_then(|mut c| c.get_mut(i).and_then(Option::take))
+                    .unwrap_or_else(|| FlowsWorker {
                         table: FlowTable::new(config),
                         defrag: args.reassemble.then(|| Defragmenter::new(defrag_config)),
                         filter: filter.clone(),
-                    },
-                    format,
-                    buf: Vec::with_capacity(RUN_CHUNK + (4 << 10)),
-                },
-                |_, chunk| write(&chunk, out),
-            )?;
-        // Each file's flows end with it, at the trace time of its last packet: a
-        // worker that saw few packets ends its idle flows then, as one thread would.
+                    }),
+                format,
+                buf: Vec::with_capacity(RUN_CHUNK + (4 << 10)),
+            },
+            |_, chunk| write(&chunk, out),
+        )?;
         let (workers, ended, _) = crate::numbered::ended_run(done);
-        let mut workers: Vec<FlowsWorker> = workers
-            .into_iter()
-            .map(|w| {
-                write(&w.buf, out);
-                w.flows
-            })
-            .collect();
-        if let Err(e) = end_flows_written(&mut workers, format, out) {
-            end_error = Some(e);
-        }
-        for w in workers {
-            let s = w.table.stats();
-            stats.packets += s.packets;
-            stats.not_ip += s.not_ip;
-            stats.created += s.created;
-            stats.peak += s.peak;
-            stats.idle += s.idle;
-            stats.active += s.active;
-            stats.evicted += s.evicted;
-            stats.reused += s.reused;
+        // Between files every worker's clock moves on to the trace time the run reached,
+        // as one thread's table and defragmenter have it when the next file begins.
+        let now = workers.iter().map(|w| w.flows.table.now()).max();
+        let mut carried = carried.lock().unwrap_or_else(|e| e.into_inner());
+        for (slot, w) in carried.iter_mut().zip(workers) {
+            write(&w.buf, out);
+            let mut flows = w.flows;
+            if let Some(now) = now.filter(|&t| t > 0) {
+                let ts = tracekit::Timestamp::from_unix_nanos(now);
+                flows.table.advance(ts);
+                if let Some(d) = flows.defrag.as_mut() {
+                    d.advance(ts);
+                }
+            }
+            *slot = Some(flows);
         }
         if let Some(e) = ended.error {
             failure = Some((file.clone(), e, ended.read));
             break;
         }
-        if end_error.is_some() {
-            break;
-        }
+    }
+    // The flows still open end with the last file, at the trace time of its last
+    // packet: a worker that saw few packets ends its idle flows then, as one thread
+    // would.
+    let mut workers: Vec<FlowsWorker> = carried
+        .into_inner()
+        .unwrap_or_else(|e| e.into_inner())
+        .into_iter()
+        .flatten()
+        .collect();
+    let end_error = end_flows_written(&mut workers, format, out).err();
+    let mut stats = tracekit::flow::FlowStats::default();
+    for w in &workers {
+        let s = w.table.stats();
+        stats.packets += s.packets;
+        stats.not_ip += s.not_ip;
+        stats.created += s.created;
+        stats.peak += s.peak;
+        stats.idle += s.idle;
+        stats.active += s.active;
+        stats.evicted += s.evicted;
+        stats.reused += s.reused;
     }
     if let Some(e) = write_error.or(end_error) {
         return Err(e.into());

@@ -587,6 +587,85 @@ fn flows_on_several_threads_equal_one_thread() {
     }
 }
 
+/// Several files are one trace, on any number of threads: a trace cut in parts by
+/// `editcap -c` (the middle part gzipped) gives the whole file's records on one thread,
+/// and every thread count gives one thread's, with and without reassembly and with a
+/// short idle timeout. Flows and fragmented datagrams that cross a part's end go on in
+/// the next part (before, each file's flows ended with it on several threads).
+#[test]
+fn flows_over_several_files_equal_the_whole_trace_on_every_thread_count() {
+    if !have("editcap") || !have("gzip") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    for (name, per_part) in [("ndpi__1kxun.pcap", "600"), ("libtrace__vlan.pcap", "140")] {
+        let whole = corpus(name);
+        // editcap names the parts STEM_NNNNN_TIME.pcap.
+        let stem = name.trim_end_matches(".pcap");
+        let prefix = dir.path().join(format!("{stem}.pcap"));
+        let status = Command::new("editcap")
+            .args(["-F", "pcap", "-c", per_part])
+            .arg(&whole)
+            .arg(&prefix)
+            .status()
+            .unwrap();
+        assert!(status.success(), "editcap -c {per_part} {name}");
+        let mut parts: Vec<std::path::PathBuf> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| {
+                p.file_name()
+                    .unwrap()
+                    .to_string_lossy()
+                    .starts_with(&format!("{stem}_"))
+            })
+            .collect();
+        parts.sort();
+        assert_eq!(parts.len(), 3, "{name}: {parts:?}");
+        let status = Command::new("gzip").arg(&parts[1]).status().unwrap();
+        assert!(status.success());
+        parts[1] = parts[1].with_file_name(format!(
+            "{}.gz",
+            parts[1].file_name().unwrap().to_string_lossy()
+        ));
+        let run = |files: &[std::path::PathBuf], threads: &str, extra: &[&str]| {
+            let out = tracekit()
+                .args(["flows", "--json", "--threads", threads])
+                .args(extra)
+                .args(files)
+                .output()
+                .unwrap();
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            let mut lines: Vec<String> = String::from_utf8_lossy(&out.stdout)
+                .lines()
+                .map(str::to_string)
+                .collect();
+            lines.sort();
+            lines
+        };
+        for extra in [&[][..], &["--reassemble"], &["--timeout-idle", "5"]] {
+            let one = run(std::slice::from_ref(&whole), "1", extra);
+            assert!(one.len() > 10, "{name}: {} flows", one.len());
+            assert_eq!(
+                run(&parts, "1", extra),
+                one,
+                "{name} {extra:?}: parts, one thread"
+            );
+            for threads in ["2", "3"] {
+                assert_eq!(
+                    run(&parts, threads, extra),
+                    one,
+                    "{name} {extra:?}: parts, {threads} threads"
+                );
+            }
+        }
+    }
+}
+
 /// `tracekit flows --json FILE`'s records, one JSON object each.
 fn flow_records(path: &Path) -> Vec<serde_json::Value> {
     let out = tracekit()
