@@ -23,7 +23,7 @@ use tracekit_core::{Direction, Packet};
 
 use crate::dns::{Message, RData, Record};
 use crate::{Decoded, Transport, Tunnel, ip_proto};
-use crate::{http, tls};
+use crate::{http, text, tls};
 
 macro_rules! fields {
     ($( $name:ident = $text:literal, $doc:literal; )*) => {
@@ -237,11 +237,12 @@ impl TextSink<'_> {
 impl FieldSink for TextSink<'_> {
     fn number(&mut self, v: u64) {
         self.next_item();
-        let _ = write!(self.out, "{v}");
+        text::push_decimal(self.out, v);
     }
     fn hex(&mut self, v: u64, digits: usize) {
         self.next_item();
-        let _ = write!(self.out, "0x{v:0digits$x}");
+        self.out.push_str("0x");
+        text::push_hex(self.out, v, digits);
     }
     fn flag(&mut self, v: bool) {
         self.next_item();
@@ -249,11 +250,13 @@ impl FieldSink for TextSink<'_> {
     }
     fn addr(&mut self, v: IpAddr) {
         self.next_item();
-        let _ = write!(self.out, "{v}");
+        self.out.push_str(text::IpText::new(v).as_str());
     }
     fn time(&mut self, secs: u64, nanos: u32) {
         self.next_item();
-        let _ = write!(self.out, "{secs}.{nanos:09}");
+        text::push_decimal(self.out, secs);
+        self.out.push('.');
+        text::push_decimal_padded(self.out, u64::from(nanos), 9);
     }
     fn text(&mut self, write: &mut dyn FnMut(&mut String)) {
         self.next_item();
@@ -262,11 +265,12 @@ impl FieldSink for TextSink<'_> {
 }
 
 fn mac(out: &mut String, m: [u8; 6]) {
-    let _ = write!(
-        out,
-        "{:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x}",
-        m[0], m[1], m[2], m[3], m[4], m[5]
-    );
+    for (i, b) in m.into_iter().enumerate() {
+        if i > 0 {
+            out.push(':');
+        }
+        text::push_hex(out, u64::from(b), 2);
+    }
 }
 
 /// What some fields need to know beyond the packet: the state of its connection. For
@@ -611,8 +615,8 @@ pub fn visit_field_with<'a, S: FieldSink + ?Sized>(
             // An empty connection id is no value, as in tshark.
             if !id.is_empty() {
                 sink.text(&mut |s| {
-                    for b in id {
-                        let _ = write!(s, "{b:02x}");
+                    for &b in id {
+                        text::push_hex(s, u64::from(b), 2);
                     }
                 });
             }

@@ -74,6 +74,7 @@ pub mod quic;
 mod radiotap;
 mod sctp;
 mod tcp;
+pub mod text;
 pub mod tls;
 #[macro_use]
 mod transport;
