@@ -137,15 +137,11 @@ fn seconds_to_ns(s: f64, what: &str) -> Result<u64> {
     Ok((s * 1e9).round() as u64)
 }
 
-/// Appends a protocol as the output spells it (see [`Proto`]).
+/// Appends a protocol as the output spells it: its name, else its number.
 fn push_proto(out: &mut Vec<u8>, p: u8) {
-    match p {
-        6 => out.extend_from_slice(b"tcp"),
-        17 => out.extend_from_slice(b"udp"),
-        1 => out.extend_from_slice(b"icmp"),
-        58 => out.extend_from_slice(b"icmpv6"),
-        132 => out.extend_from_slice(b"sctp"),
-        n => push_int(out, n),
+    match tracekit::flow::protocol_name(p) {
+        Some(name) => out.extend_from_slice(name.as_bytes()),
+        None => push_int(out, p),
     }
 }
 

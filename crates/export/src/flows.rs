@@ -1,6 +1,5 @@
 //! One row per flow record of `tracekit-flow`.
 
-use std::fmt::Write as _;
 use std::net::IpAddr;
 use std::sync::Arc;
 
@@ -9,6 +8,7 @@ use arrow::array::{
     UInt8Builder, UInt16Builder, UInt64Builder,
 };
 use arrow::datatypes::{DataType, Field as ArrowField, Schema, SchemaRef};
+use tracekit_decode::text::IpText;
 use tracekit_flow::FlowRecord;
 
 use crate::packets::{TIME_ZONE, timestamp_type};
@@ -51,13 +51,9 @@ pub fn flow_schema() -> SchemaRef {
 /// The protocol as `tracekit flows` names it: `tcp`, `udp`, `icmp`, `icmpv6`, `sctp`,
 /// or the number.
 pub fn proto_name(out: &mut impl std::fmt::Write, protocol: u8) {
-    let _ = match protocol {
-        6 => out.write_str("tcp"),
-        17 => out.write_str("udp"),
-        1 => out.write_str("icmp"),
-        58 => out.write_str("icmpv6"),
-        132 => out.write_str("sctp"),
-        n => write!(out, "{n}"),
+    let _ = match tracekit_flow::protocol_name(protocol) {
+        Some(name) => out.write_str(name),
+        None => out.write_str(itoa::Buffer::new().format(protocol)),
     };
 }
 
@@ -146,12 +142,10 @@ impl FlowBatcher {
         let (src, dst) = (r.src(), r.dst());
         proto_name(&mut self.proto, r.protocol());
         self.proto.append_value("");
-        let _ = write!(self.src_addr, "{}", src.addr);
-        self.src_addr.append_value("");
+        self.src_addr.append_value(IpText::new(src.addr).as_str());
         let _ = self.src_bytes.append_value(mapped(src.addr));
         self.src_port.append_value(src.port);
-        let _ = write!(self.dst_addr, "{}", dst.addr);
-        self.dst_addr.append_value("");
+        self.dst_addr.append_value(IpText::new(dst.addr).as_str());
         let _ = self.dst_bytes.append_value(mapped(dst.addr));
         self.dst_port.append_value(dst.port);
         let counts = [
@@ -173,8 +167,7 @@ impl FlowBatcher {
         self.state.append_value(r.conn_state());
         self.tcp_state
             .append_option(r.tcp_state().map(|s| s.name()));
-        let _ = write!(self.history, "{}", r.history);
-        self.history.append_value("");
+        self.history.append_value(r.history.as_str());
         self.vlan.append_option(r.key.vlan());
         self.tunnel_level.append_value(r.key.tunnel_level());
         self.fragments.append_value(r.fragments);

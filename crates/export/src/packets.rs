@@ -1,6 +1,5 @@
 //! One row per packet: the Arrow schema of a field list and the batcher that fills it.
 
-use std::fmt::Write as _;
 use std::net::IpAddr;
 use std::sync::Arc;
 
@@ -13,6 +12,7 @@ use arrow::datatypes::{DataType, Field as ArrowField, Schema, SchemaRef, TimeUni
 use tracekit_core::Packet;
 use tracekit_decode::Decoded;
 use tracekit_decode::fields::{Field, FieldSink, visit_field};
+use tracekit_decode::text::IpText;
 
 /// The time zone of every time-stamp column: time stamps are UTC instants.
 pub const TIME_ZONE: &str = "UTC";
@@ -288,14 +288,8 @@ impl ColumnSink<'_> {
             Column::UInt64(b) => b.append_value(v),
             Column::ListUInt16(b) => b.values().append_value(v as u16),
             Column::ListUInt32(b) => b.values().append_value(v as u32),
-            Column::Utf8(b) => {
-                let _ = write!(b, "{v}");
-                b.append_value("");
-            }
-            Column::ListUtf8(b) => {
-                let _ = write!(b.values(), "{v}");
-                b.values().append_value("");
-            }
+            Column::Utf8(b) => b.append_value(itoa::Buffer::new().format(v)),
+            Column::ListUtf8(b) => b.values().append_value(itoa::Buffer::new().format(v)),
             // A mapping mistake: keep the row count right.
             _ => self.items -= 1,
         }
@@ -342,8 +336,7 @@ impl FieldSink for ColumnSink<'_> {
                 return;
             }
             if let Column::Address(s, b) = self.column {
-                let _ = write!(s, "{v}");
-                s.append_value("");
+                s.append_value(IpText::new(v).as_str());
                 let bytes = match v {
                     IpAddr::V4(a) => a.to_ipv6_mapped().octets(),
                     IpAddr::V6(a) => a.octets(),
@@ -353,9 +346,7 @@ impl FieldSink for ColumnSink<'_> {
             }
             return;
         }
-        self.string(&mut |s| {
-            let _ = write!(s, "{v}");
-        });
+        self.string(&mut |s| s.push_str(IpText::new(v).as_str()));
     }
 
     fn time(&mut self, secs: u64, nanos: u32) {

@@ -34,6 +34,19 @@ impl std::fmt::Display for Endpoint {
     }
 }
 
+/// The name flow records give IP protocol `p` (`tcp`, `udp`, `icmp`, `icmpv6`, `sctp`),
+/// or `None` for a protocol they show by number.
+pub fn protocol_name(p: u8) -> Option<&'static str> {
+    Some(match p {
+        6 => "tcp",
+        17 => "udp",
+        1 => "icmp",
+        58 => "icmpv6",
+        132 => "sctp",
+        _ => return None,
+    })
+}
+
 /// The direction-independent key of a flow. The two endpoints are stored in a fixed
 /// order (the smaller address and port first), so both directions of a conversation
 /// give the same key; [`Side`] says which endpoint sent a given packet. Addresses are

@@ -79,7 +79,7 @@ pub use defrag::{
     DefragAnomaly, DefragConfig, DefragStats, Defragged, Defragmenter, OverlapPolicy,
 };
 pub use http::{FieldTracker, HttpHeads};
-pub use key::{Endpoint, FlowKey, KeyOptions, Side};
+pub use key::{Endpoint, FlowKey, KeyOptions, Side, protocol_name};
 pub use quic::QuicConnections;
 pub use scan::{ScanDetector, Scanner};
 pub use stream::{
