@@ -54,7 +54,7 @@ if [ -x "$peers_src/build.sh" ] && { [ ! -x target/peers/rust-peer ] || [ ! -x t
 fi
 cargo build --release -q -p tracekit-bench --bin tracekit-bench --bin tracekit-gen
 cargo build --release -q -p tracekit-cli
-bin=target/release
+bin=${CARGO_TARGET_DIR:-target}/release
 
 full="${BENCH_INPUT:-$out/gen-400000.pcap}"
 snap="${BENCH_INPUT:-$out/gen-400000-snap96.pcap}"

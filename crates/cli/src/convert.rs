@@ -78,10 +78,15 @@ pub fn run(args: ConvertArgs) -> Result<Outcome> {
     let mut sink = tracekit::create_checked(&args.output, &options, &inputs)
         .with_context(|| format!("cannot create {}", args.output))?;
     let mut progress = Progress::new(&args.input, source.size_hint());
-    let copied = tracekit::copy_while(&mut source, &mut sink, |s| {
-        progress.tick(|| s.position());
-        !stop.is_stopped()
-    });
+    // With a bar on the terminal, a loop that moves it; without, the reader's own loop.
+    let copied = if progress.is_shown() {
+        tracekit::copy_while(&mut source, &mut sink, |s| {
+            progress.tick(|| s.position());
+            !stop.is_stopped()
+        })
+    } else {
+        tracekit::copy_until(&mut source, &mut sink, || !stop.is_stopped())
+    };
     progress.finish();
     let exact = args.out.exact_timestamps;
     let (read_error, report) = match output::end_copy("convert", &args.output, copied, sink, exact)

@@ -152,6 +152,66 @@ pub fn copy_while(
     }
 }
 
+/// [`copy_while`] through the reader's own loop ([`Source::try_for_each`]): `go_on`,
+/// called after each packet, does not see the source, so it cannot move a progress bar,
+/// but each packet costs a third of the instructions of the `next_packet` loop (96-byte
+/// records: T1's 44 a packet against 159). A packet on an interface not yet described
+/// stops the walk; it is described and written here, and the walk goes on after it.
+pub fn copy_until(
+    source: &mut Source,
+    sink: &mut Sink,
+    mut go_on: impl FnMut() -> bool,
+) -> Result<u64, (CopyError, u64)> {
+    /// Why a walk stopped before the end.
+    enum Halt {
+        Read(Error),
+        Write(Error),
+        /// At a packet on an interface not yet described (not written yet).
+        NewInterface(u32),
+        /// `go_on` said no.
+        Stop,
+    }
+    impl From<Error> for Halt {
+        fn from(e: Error) -> Halt {
+            Halt::Read(e)
+        }
+    }
+    let mut describer = InterfaceDescriber::default();
+    let mut written = 0u64;
+    loop {
+        let walk = source.try_for_each(
+            #[inline(always)]
+            |packet| {
+                let id = packet.meta().interface;
+                if describer.is_new(id) {
+                    return Err(Halt::NewInterface(id));
+                }
+                sink.write_packet(packet).map_err(Halt::Write)?;
+                written += 1;
+                if go_on() { Ok(()) } else { Err(Halt::Stop) }
+            },
+        );
+        match walk {
+            Ok(_) | Err(Halt::Stop) => return Ok(written),
+            Err(Halt::Read(e)) => return Err((CopyError::Read(e), written)),
+            Err(Halt::Write(e)) => return Err((CopyError::Write(e), written)),
+            Err(Halt::NewInterface(id)) => {
+                describer
+                    .describe(sink, id, |i| source.interface_info(i))
+                    .map_err(|e| (CopyError::Write(e), written))?;
+                if let Some(packet) = source.current_packet() {
+                    sink.write_packet(&packet)
+                        .map_err(|e| (CopyError::Write(e), written))?;
+                    written += 1;
+                }
+                if !go_on() {
+                    return Ok(written);
+                }
+            }
+        }
+    }
+}
+
 /// [`copy_while`], passing each packet's bytes through `rewrite` on the way (in one
 /// buffer reused for every packet, so nothing is allocated per packet): for tools that
 /// change packets in place, such as address anonymisation.
