@@ -188,22 +188,16 @@ fn write_record(out: &mut Vec<u8>, format: Format, r: &FlowRecord) {
             out.push(b'"');
             push_ip(out, dst.addr);
             out.push(b'"');
-            for (name, v) in [
-                ("dst_port", u64::from(dst.port)),
-                ("packets", r.packets()),
-                ("bytes", r.wire_bytes()),
-                ("packets_ab", r.orig.packets),
-                ("packets_ba", r.resp.packets),
-                ("bytes_ab", r.orig.wire_bytes),
-                ("bytes_ba", r.resp.wire_bytes),
-                ("payload_ab", r.orig.payload_bytes),
-                ("payload_ba", r.resp.payload_bytes),
-                ("first_ts_ns", r.first.as_unix_nanos()),
-                ("last_ts_ns", r.last.as_unix_nanos()),
-            ] {
+            key(out, "dst_port");
+            push_int(out, dst.port);
+            for (name, v) in FlowRecord::COUNT_NAMES.into_iter().zip(r.counts()) {
                 key(out, name);
                 push_int(out, v);
             }
+            key(out, "first_ts_ns");
+            push_int(out, r.first.as_unix_nanos());
+            key(out, "last_ts_ns");
+            push_int(out, r.last.as_unix_nanos());
             string(out, "state", r.conn_state().as_bytes());
             match r.tcp_state() {
                 Some(s) => string(out, "tcp_state", s.name().as_bytes()),
@@ -258,21 +252,15 @@ fn write_record(out: &mut Vec<u8>, format: Format, r: &FlowRecord) {
             push_int(out, src.port);
             out.push(sep);
             push_ip(out, dst.addr);
-            for v in [
-                u64::from(dst.port),
-                r.packets(),
-                r.wire_bytes(),
-                r.orig.packets,
-                r.resp.packets,
-                r.orig.wire_bytes,
-                r.resp.wire_bytes,
-                r.orig.payload_bytes,
-                r.resp.payload_bytes,
-                r.first.as_unix_nanos(),
-                r.last.as_unix_nanos(),
-            ] {
+            out.push(sep);
+            push_int(out, dst.port);
+            for v in r.counts() {
                 out.push(sep);
                 push_int(out, v);
+            }
+            for t in [r.first, r.last] {
+                out.push(sep);
+                push_int(out, t.as_unix_nanos());
             }
             for text in [
                 r.conn_state(),

@@ -392,10 +392,15 @@ fn scans_count_the_failed_attempts_tshark_finds_on_every_corpus_file_on_one_and_
 /// `tracekit flows --json` on `threads` threads (and `extra` options), its exit code and
 /// its records sorted.
 fn sorted_flows(path: &Path, threads: &str, extra: &[&str]) -> (Option<i32>, Vec<String>) {
+    sorted_flows_of(&[path], threads, extra)
+}
+
+/// [`sorted_flows`] over several files, read one after the other.
+fn sorted_flows_of(files: &[&Path], threads: &str, extra: &[&str]) -> (Option<i32>, Vec<String>) {
     let out = tracekit()
         .args(["flows", "--json", "--threads", threads])
         .args(extra)
-        .arg(path)
+        .args(files)
         .output()
         .unwrap();
     let mut lines: Vec<String> = String::from_utf8_lossy(&out.stdout)
@@ -628,27 +633,14 @@ fn flows_over_several_files_equal_the_whole_trace_on_every_thread_count() {
             "{}.gz",
             parts[1].file_name().unwrap().to_string_lossy()
         ));
-        let run = |files: &[std::path::PathBuf], threads: &str, extra: &[&str]| {
-            let out = tracekit()
-                .args(["flows", "--json", "--threads", threads])
-                .args(extra)
-                .args(files)
-                .output()
-                .unwrap();
-            assert!(
-                out.status.success(),
-                "{}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-            let mut lines: Vec<String> = String::from_utf8_lossy(&out.stdout)
-                .lines()
-                .map(str::to_string)
-                .collect();
-            lines.sort();
+        let parts: Vec<&Path> = parts.iter().map(|p| p.as_path()).collect();
+        let run = |files: &[&Path], threads: &str, extra: &[&str]| {
+            let (code, lines) = sorted_flows_of(files, threads, extra);
+            assert_eq!(code, Some(0), "{name} {extra:?}, {threads} threads");
             lines
         };
         for extra in [&[][..], &["--reassemble"], &["--timeout-idle", "5"]] {
-            let one = run(std::slice::from_ref(&whole), "1", extra);
+            let one = run(&[whole.as_path()], "1", extra);
             assert!(one.len() > 10, "{name}: {} flows", one.len());
             assert_eq!(
                 run(&parts, "1", extra),

@@ -19,7 +19,7 @@ use crate::packets::{TIME_ZONE, timestamp_type};
 pub fn flow_schema() -> SchemaRef {
     use DataType::*;
     let c = |name: &str, t: DataType, nullable: bool| ArrowField::new(name, t, nullable);
-    Arc::new(Schema::new(vec![
+    let mut fields = vec![
         c("proto", Utf8, false),
         c("src_addr", Utf8, false),
         c("src_addr_bytes", FixedSizeBinary(16), false),
@@ -27,14 +27,9 @@ pub fn flow_schema() -> SchemaRef {
         c("dst_addr", Utf8, false),
         c("dst_addr_bytes", FixedSizeBinary(16), false),
         c("dst_port", UInt16, false),
-        c("packets", UInt64, false),
-        c("bytes", UInt64, false),
-        c("packets_ab", UInt64, false),
-        c("packets_ba", UInt64, false),
-        c("bytes_ab", UInt64, false),
-        c("bytes_ba", UInt64, false),
-        c("payload_ab", UInt64, false),
-        c("payload_ba", UInt64, false),
+    ];
+    fields.extend(FlowRecord::COUNT_NAMES.map(|name| c(name, UInt64, false)));
+    fields.extend([
         c("first_ts_ns", timestamp_type(), false),
         c("last_ts_ns", timestamp_type(), false),
         c("state", Utf8, false),
@@ -45,7 +40,8 @@ pub fn flow_schema() -> SchemaRef {
         c("fragments", UInt64, false),
         c("truncated", UInt64, false),
         c("end", Utf8, false),
-    ]))
+    ]);
+    Arc::new(Schema::new(fields))
 }
 
 /// The protocol as `tracekit flows` names it: `tcp`, `udp`, `icmp`, `icmpv6`, `sctp`,
@@ -77,7 +73,7 @@ pub struct FlowBatcher {
     dst_addr: StringBuilder,
     dst_bytes: FixedSizeBinaryBuilder,
     dst_port: UInt16Builder,
-    /// packets, bytes, packets_ab, packets_ba, bytes_ab, bytes_ba, payload_ab, payload_ba
+    /// In the order of [`FlowRecord::COUNT_NAMES`].
     counts: [UInt64Builder; 8],
     first: TimestampNanosecondBuilder,
     last: TimestampNanosecondBuilder,
@@ -148,17 +144,7 @@ impl FlowBatcher {
         self.dst_addr.append_value(IpText::new(dst.addr).as_str());
         let _ = self.dst_bytes.append_value(mapped(dst.addr));
         self.dst_port.append_value(dst.port);
-        let counts = [
-            r.packets(),
-            r.wire_bytes(),
-            r.orig.packets,
-            r.resp.packets,
-            r.orig.wire_bytes,
-            r.resp.wire_bytes,
-            r.orig.payload_bytes,
-            r.resp.payload_bytes,
-        ];
-        for (b, v) in self.counts.iter_mut().zip(counts) {
+        for (b, v) in self.counts.iter_mut().zip(r.counts()) {
             b.append_value(v);
         }
         let ns = |t: tracekit_core::Timestamp| t.as_unix_nanos().min(i64::MAX as u64) as i64;

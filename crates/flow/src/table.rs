@@ -336,6 +336,35 @@ impl FlowRecord {
         self.key.protocol()
     }
 
+    /// What [`FlowRecord::counts`] holds, as flow records' columns name it.
+    pub const COUNT_NAMES: [&'static str; 8] = [
+        "packets",
+        "bytes",
+        "packets_ab",
+        "packets_ba",
+        "bytes_ab",
+        "bytes_ba",
+        "payload_ab",
+        "payload_ba",
+    ];
+
+    /// The counters in the order of [`FlowRecord::COUNT_NAMES`]: packets and wire bytes
+    /// both ways, then packets, wire bytes and payload bytes originator to responder
+    /// (`_ab`) and back (`_ba`).
+    pub fn counts(&self) -> [u64; 8] {
+        let (a, b) = (&self.orig, &self.resp);
+        [
+            self.packets(),
+            self.wire_bytes(),
+            a.packets,
+            b.packets,
+            a.wire_bytes,
+            b.wire_bytes,
+            a.payload_bytes,
+            b.payload_bytes,
+        ]
+    }
+
     /// Packets both ways.
     pub fn packets(&self) -> u64 {
         self.orig.packets + self.resp.packets
