@@ -202,13 +202,17 @@ impl<W: Write> PcapWriter<W> {
                 meta.ts
             )));
         };
-        let wire_len = meta.wire_len;
+        // The byte order chosen once for the four fields, not once for each.
+        let fields = [secs, frac as u32, caplen as u32, meta.wire_len];
+        let fields = match bo {
+            ByteOrder::Little => fields.map(u32::to_le),
+            ByteOrder::Big => fields.map(u32::to_be),
+        };
         self.out.put_head(
             |rec: &mut [u8; 16]| {
-                rec[0..4].copy_from_slice(&bo.put_u32(secs));
-                rec[4..8].copy_from_slice(&bo.put_u32(frac as u32));
-                rec[8..12].copy_from_slice(&bo.put_u32(caplen as u32));
-                rec[12..16].copy_from_slice(&bo.put_u32(wire_len));
+                for (at, v) in rec.chunks_exact_mut(4).zip(fields) {
+                    at.copy_from_slice(&v.to_ne_bytes());
+                }
             },
             &data[..caplen],
         )?;

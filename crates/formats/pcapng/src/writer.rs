@@ -361,19 +361,40 @@ impl<W: Write> PcapngWriter<W> {
                 meta.ts
             )));
         };
-        let mut head = [0u8; 28];
-        head[0..4].copy_from_slice(&order.put_u32(block::EPB));
-        head[4..8].copy_from_slice(&order.put_u32(total));
-        head[8..12].copy_from_slice(&order.put_u32(idb as u32));
-        head[12..16].copy_from_slice(&order.put_u32((t >> 32) as u32));
-        head[16..20].copy_from_slice(&order.put_u32(t as u32));
-        head[20..24].copy_from_slice(&order.put_u32(caplen as u32));
-        head[24..28].copy_from_slice(&order.put_u32(meta.wire_len));
-        self.out.put(&head)?;
-        self.out.put(&data[..caplen])?;
-        self.out.put(&[0u8; 3][..padded(caplen) - caplen])?;
-        self.out.put(&self.scratch)?;
-        self.out.put(&order.put_u32(total))?;
+        // The byte order chosen once for the seven fields; the head stored straight into
+        // the buffer (see `RecordBuffer::put_head`).
+        let fields = [
+            block::EPB,
+            total,
+            idb as u32,
+            (t >> 32) as u32,
+            t as u32,
+            caplen as u32,
+            meta.wire_len,
+        ];
+        let fields = match order {
+            ByteOrder::Little => fields.map(u32::to_le),
+            ByteOrder::Big => fields.map(u32::to_be),
+        };
+        self.out.put_head(
+            |head: &mut [u8; 28]| {
+                for (at, v) in head.chunks_exact_mut(4).zip(fields) {
+                    at.copy_from_slice(&v.to_ne_bytes());
+                }
+            },
+            &data[..caplen],
+        )?;
+        // Padding, options and the closing length: one piece without options.
+        let pad = padded(caplen) - caplen;
+        if self.scratch.is_empty() {
+            let mut tail = [0u8; 7];
+            tail[pad..pad + 4].copy_from_slice(&order.put_u32(total));
+            self.out.put(&tail[..pad + 4])?;
+        } else {
+            self.out.put(&[0u8; 3][..pad])?;
+            self.out.put(&self.scratch)?;
+            self.out.put(&order.put_u32(total))?;
+        }
         tracekit_io::count_record(&mut self.packets, &mut self.bytes, u64::from(total));
         Ok(())
     }
