@@ -117,17 +117,18 @@ pub fn run(args: AnonArgs) -> Result<Outcome> {
     let mut sink = tracekit::create_checked(&args.output, &options, &inputs)
         .with_context(|| format!("cannot create {}", args.output))?;
     let mut progress = Progress::new(&args.input, source.size_hint());
-    let copied = tracekit::copy_rewriting_while(
-        &mut source,
-        &mut sink,
-        |data, meta| {
-            anon.rewrite(data, meta.link, meta.wire_len);
-        },
-        |s| {
+    let rewrite = |data: &mut [u8], meta: &tracekit::Meta| {
+        anon.rewrite(data, meta.link, meta.wire_len);
+    };
+    // With a bar on the terminal, a loop that moves it; without, the reader's own loop.
+    let copied = if progress.is_shown() {
+        tracekit::copy_rewriting_while(&mut source, &mut sink, rewrite, |s| {
             progress.tick(|| s.position());
             !stop.is_stopped()
-        },
-    );
+        })
+    } else {
+        tracekit::copy_rewriting_until(&mut source, &mut sink, rewrite, || !stop.is_stopped())
+    };
     progress.finish();
     let exact = false;
     let (read_error, report) = match output::end_copy("anon", &args.output, copied, sink, exact) {

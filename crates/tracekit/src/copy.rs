@@ -160,6 +160,45 @@ pub fn copy_while(
 pub fn copy_until(
     source: &mut Source,
     sink: &mut Sink,
+    go_on: impl FnMut() -> bool,
+) -> Result<u64, (CopyError, u64)> {
+    walk_copy(
+        source,
+        sink,
+        |sink, packet| sink.write_packet(packet),
+        go_on,
+    )
+}
+
+/// [`copy_rewriting_while`] through the reader's own loop, as [`copy_until`] is
+/// [`copy_while`] through it.
+pub fn copy_rewriting_until(
+    source: &mut Source,
+    sink: &mut Sink,
+    mut rewrite: impl FnMut(&mut [u8], &Meta),
+    go_on: impl FnMut() -> bool,
+) -> Result<u64, (CopyError, u64)> {
+    let mut buf = Vec::new();
+    walk_copy(
+        source,
+        sink,
+        |sink, packet| {
+            buf.clear();
+            buf.extend_from_slice(packet.data());
+            let meta = *packet.meta();
+            rewrite(&mut buf, &meta);
+            sink.write_packet(&Packet::new(&buf, meta).with_options(packet.options()))
+        },
+        go_on,
+    )
+}
+
+/// The walk of [`copy_until`] and [`copy_rewriting_until`]: `put` writes a packet.
+#[inline(always)]
+fn walk_copy(
+    source: &mut Source,
+    sink: &mut Sink,
+    mut put: impl FnMut(&mut Sink, &Packet<'_>) -> Result<(), Error>,
     mut go_on: impl FnMut() -> bool,
 ) -> Result<u64, (CopyError, u64)> {
     /// Why a walk stopped before the end.
@@ -186,7 +225,7 @@ pub fn copy_until(
                 if describer.is_new(id) {
                     return Err(Halt::NewInterface(id));
                 }
-                sink.write_packet(packet).map_err(Halt::Write)?;
+                put(sink, packet).map_err(Halt::Write)?;
                 written += 1;
                 if go_on() { Ok(()) } else { Err(Halt::Stop) }
             },
@@ -200,8 +239,7 @@ pub fn copy_until(
                     .describe(sink, id, |i| source.interface_info(i))
                     .map_err(|e| (CopyError::Write(e), written))?;
                 if let Some(packet) = source.current_packet() {
-                    sink.write_packet(&packet)
-                        .map_err(|e| (CopyError::Write(e), written))?;
+                    put(sink, &packet).map_err(|e| (CopyError::Write(e), written))?;
                     written += 1;
                 }
                 if !go_on() {

@@ -356,7 +356,10 @@ mod sink;
 mod source;
 mod summary;
 
-pub use copy::{CopyError, InterfaceDescriber, copy, copy_rewriting_while, copy_until, copy_while};
+pub use copy::{
+    CopyError, InterfaceDescriber, copy, copy_rewriting_until, copy_rewriting_while, copy_until,
+    copy_while,
+};
 pub use destination::{FileId, InputFiles, Kept, WriteFailure};
 pub use format::Format;
 pub use parts::{Cut, Part, PartFailure, PartNames, PartWriter, PartsDone};

@@ -1,5 +1,5 @@
 //! `copy_until` (the reader's own loop) writes what `copy_while` (a `next_packet` loop)
-//! writes: on every corpus file, damaged ones included, into pcapng (where interfaces
+//! writes, and `copy_rewriting_until` what `copy_rewriting_while` writes: on every corpus file, damaged ones included, into pcapng (where interfaces
 //! are described before their first packet, also interfaces that first appear in the
 //! middle of a file) and pcap, the output files are byte-identical, the counts equal and
 //! the errors the same; a stop asked for after the n-th packet stops both there.
@@ -18,13 +18,15 @@ fn outcome(r: Result<u64, (CopyError, u64)>) -> Outcome {
     }
 }
 
-/// Copies `input` into `out` (its extension names the format) with `until` or
-/// `copy_while`, stopping after `stop_after` packets if given; the outcome and the
-/// file's bytes (when the copy finished).
+/// Copies `input` into `out` (its extension names the format) with `copy_until` or
+/// `copy_while` (their rewriting forms, which invert every byte, when `rewriting`),
+/// stopping after `stop_after` packets if given; the outcome and the file's bytes (when
+/// the copy finished).
 fn copy(
     input: &str,
     out: &std::path::Path,
     until: bool,
+    rewriting: bool,
     stop_after: Option<u64>,
 ) -> (Outcome, Option<Vec<u8>>) {
     let mut source = tracekit::open(input).unwrap();
@@ -41,10 +43,14 @@ fn copy(
         seen += 1;
         stop_after.is_none_or(|n| seen < n)
     };
-    let r = if until {
-        tracekit::copy_until(&mut source, &mut sink, go_on)
-    } else {
-        tracekit::copy_while(&mut source, &mut sink, |_| go_on())
+    let invert = |data: &mut [u8], _: &tracekit::Meta| data.iter_mut().for_each(|b| *b = !*b);
+    let r = match (until, rewriting) {
+        (true, false) => tracekit::copy_until(&mut source, &mut sink, go_on),
+        (false, false) => tracekit::copy_while(&mut source, &mut sink, |_| go_on()),
+        (true, true) => tracekit::copy_rewriting_until(&mut source, &mut sink, invert, go_on),
+        (false, true) => {
+            tracekit::copy_rewriting_while(&mut source, &mut sink, invert, |_| go_on())
+        }
     };
     let result = outcome(r);
     let bytes = match result.1 {
@@ -63,7 +69,7 @@ fn copy(
 #[test]
 fn copy_until_writes_what_copy_while_writes_on_every_corpus_file() {
     let dir = tempfile::tempdir().unwrap();
-    let (mut files, mut multi, mut damaged, mut stopped) = (0, 0, 0, 0);
+    let (mut files, mut multi, mut damaged, mut stopped, mut rewritten) = (0, 0, 0, 0, 0);
     for entry in manifest() {
         let input = corpus_uri(&entry.file);
         // Files whose format must be named (legacy formats) are left out.
@@ -71,26 +77,20 @@ fn copy_until_writes_what_copy_while_writes_on_every_corpus_file() {
             continue;
         }
         for ext in ["pcapng", "pcap"] {
-            for stop_after in [None, Some(3)] {
-                let a = copy(
-                    &input,
-                    &dir.path().join(format!("a.{ext}")),
-                    true,
-                    stop_after,
-                );
-                let b = copy(
-                    &input,
-                    &dir.path().join(format!("b.{ext}")),
-                    false,
-                    stop_after,
-                );
-                assert_eq!(a.0, b.0, "{} -> {ext}, stop {stop_after:?}", entry.file);
-                assert!(
-                    a.1 == b.1,
-                    "{} -> {ext}, stop {stop_after:?}: the files differ",
+            for (stop_after, rewriting) in [(None, false), (Some(3), false), (None, true)] {
+                let out = |side: &str| dir.path().join(format!("{side}.{ext}"));
+                let a = copy(&input, &out("a"), true, rewriting, stop_after);
+                let b = copy(&input, &out("b"), false, rewriting, stop_after);
+                let case = format!(
+                    "{} -> {ext}, stop {stop_after:?}, rewriting {rewriting}",
                     entry.file
                 );
-                if ext == "pcapng" && stop_after.is_none() {
+                assert_eq!(a.0, b.0, "{case}");
+                assert!(a.1 == b.1, "{case}: the files differ");
+                if rewriting && a.0.0 > 0 && a.1.is_some() {
+                    rewritten += 1;
+                }
+                if ext == "pcapng" && stop_after.is_none() && !rewriting {
                     if matches!(a.0.1, Some(("read", _))) {
                         damaged += 1;
                     }
@@ -120,4 +120,5 @@ fn copy_until_writes_what_copy_while_writes_on_every_corpus_file() {
         stopped > 100,
         "only {stopped} copies stopped after 3 packets"
     );
+    assert!(rewritten > 100, "only {rewritten} rewritten copies");
 }
