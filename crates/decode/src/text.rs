@@ -1,7 +1,10 @@
 //! Values as text without `core::fmt`: addresses, decimal and hexadecimal numbers written
 //! straight into a buffer, byte for byte what `Display` and `{:x}` write. `fmt` goes
 //! through a formatter and a call per piece: `tracekit fields` with eight fields spent
-//! 63 % of its instructions there, 37 % on addresses alone.
+//! 63 % of its instructions there, 37 % on addresses alone. Integers go through the
+//! `itoa` crate (no dependency of its own): a writer of ours would need a UTF-8 check
+//! for each number it hands to a `String` (no `unsafe` here), and took 20 % more
+//! instructions for `tracekit fields`.
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
