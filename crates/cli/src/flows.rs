@@ -99,31 +99,24 @@ enum Format {
     Delimited(u8),
 }
 
-const COLUMNS: [&str; 23] = [
-    "proto",
-    "src_addr",
-    "src_port",
-    "dst_addr",
-    "dst_port",
-    "packets",
-    "bytes",
-    "packets_ab",
-    "packets_ba",
-    "bytes_ab",
-    "bytes_ba",
-    "payload_ab",
-    "payload_ba",
-    "first_ts_ns",
-    "last_ts_ns",
-    "state",
-    "tcp_state",
-    "history",
-    "vlan",
-    "tunnel_level",
-    "fragments",
-    "truncated",
-    "end",
-];
+/// The header of `--format csv|tsv`: the columns in `--json`'s order.
+fn header(sep: u8) -> String {
+    let mut columns = vec!["proto", "src_addr", "src_port", "dst_addr", "dst_port"];
+    columns.extend(FlowRecord::COUNT_NAMES);
+    columns.extend([
+        "first_ts_ns",
+        "last_ts_ns",
+        "state",
+        "tcp_state",
+        "history",
+        "vlan",
+        "tunnel_level",
+        "fragments",
+        "truncated",
+        "end",
+    ]);
+    columns.join(&char::from(sep).to_string())
+}
 
 fn parse_policy(s: &str) -> Result<OverlapPolicy, String> {
     OverlapPolicy::from_name(s)
@@ -308,7 +301,7 @@ pub fn run(args: FlowsArgs) -> Result<Outcome> {
     let mut out = std::io::BufWriter::with_capacity(1 << 16, stdout.lock());
     match format {
         Format::Delimited(sep) => {
-            writeln!(out, "{}", COLUMNS.join(&(sep as char).to_string()))?;
+            writeln!(out, "{}", header(sep))?;
         }
         Format::Text => writeln!(
             out,
@@ -908,6 +901,19 @@ mod tests {
                         String::from_utf8_lossy(&theirs),
                         "{name}"
                     );
+                }
+                if records == 0 {
+                    // The delimited header names the JSON keys in their order.
+                    let mut json = Vec::new();
+                    reference_record(&mut json, Format::Json, r).unwrap();
+                    let json = String::from_utf8(json).unwrap();
+                    let pieces: Vec<&str> = json.split("\":").collect();
+                    let keys: Vec<&str> = pieces[..pieces.len() - 1]
+                        .iter()
+                        .map(|p| p.rsplit('"').next().unwrap())
+                        .collect();
+                    assert_eq!(header(b','), keys.join(","));
+                    assert_eq!(header(b'\t'), keys.join("\t"));
                 }
                 records += 1;
             }
