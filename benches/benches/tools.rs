@@ -2,7 +2,9 @@
 //! goes to `io::sink()`), on the generated trace at full size and cut to 96 bytes:
 //!
 //! - `write_format/*`: read the trace and write it as pcap, pcapng and ERF (`read_only` is
-//!   the same loop without a writer);
+//!   the same loop without a writer), and copy it as `tracekit convert` does into a
+//!   `Sink` on /dev/null (`sink_copy_while` packet by packet, `sink_copy_until` with
+//!   verbatim runs);
 //! - `merge/*`: `tracekit::merge::Merge` over the trace's two halves, written as pcap,
 //!   and the same with `--dedup`'s duplicate check;
 //! - `analysis/*`: the Ports table (`tracekit ports`) and the protocol breakdown
@@ -102,6 +104,33 @@ fn write_format(c: &mut Criterion) {
                 let mut w = PcapWriter::new(std::io::sink(), pcap_options()).unwrap();
                 s.try_for_each(|p| w.write_packet(p)).unwrap();
                 w.finish_into_inner().unwrap().1.packets
+            })
+        });
+        // What `tracekit convert` does, into /dev/null: a `Sink` (its writer thread, its
+        // count of packets out) fed packet by packet (`copy_while`), and by the verbatim
+        // runs a pcap input gets from `copy_until` when the output keeps its byte order
+        // and resolution.
+        let convert_options = CreateOptions {
+            format: Some(tracekit::Format::Pcap),
+            ts_resolution: Some(TsResolution::MICRO),
+            ..Default::default()
+        };
+        group.bench_function("sink_copy_while", |b| {
+            b.iter(|| {
+                let mut s = tracekit::open(&path).unwrap();
+                let mut sink = tracekit::create("/dev/null", &convert_options).unwrap();
+                let n = tracekit::copy_while(&mut s, &mut sink, |_| true).unwrap();
+                sink.finish().unwrap();
+                n
+            })
+        });
+        group.bench_function("sink_copy_until", |b| {
+            b.iter(|| {
+                let mut s = tracekit::open(&path).unwrap();
+                let mut sink = tracekit::create("/dev/null", &convert_options).unwrap();
+                let n = tracekit::copy_until(&mut s, &mut sink, || true).unwrap();
+                sink.finish().unwrap();
+                n
             })
         });
         group.bench_function("pcapng", |b| {

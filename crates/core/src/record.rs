@@ -151,6 +151,29 @@ pub trait RecordFormat: Sized {
     fn dropped(&self) -> u64 {
         0
     }
+
+    /// Copying records as the file holds them: takes the packet records at the start of
+    /// the window, while they lie wholly in it, each as the walk would take it (no note,
+    /// no error, nothing to normalise) with at most `max_caplen` captured bytes, and
+    /// together at most `max_bytes` bytes. `each` is called after each record taken with
+    /// where it ends (headers and data) counted from the first; when it returns `false`
+    /// the run ends after that record. Consumes and counts the records as `next_record`
+    /// does and returns the bytes they take; the caller finds them in the window at the
+    /// position it had before (`Input::window`).
+    ///
+    /// For a writer of the same format, variant and byte order, whose records are then
+    /// these bytes (the pcap writer's, fed by a pcap reader). None by default: the caller
+    /// then reads the next record with `next_record`.
+    #[inline]
+    fn take_verbatim(
+        &mut self,
+        max_bytes: usize,
+        max_caplen: u32,
+        each: impl FnMut(usize) -> bool,
+    ) -> usize {
+        let _ = (max_bytes, max_caplen, each);
+        0
+    }
 }
 
 /// What a window walk did (see [`walk_records`]): the bytes it walked past, the records it

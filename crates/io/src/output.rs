@@ -114,6 +114,17 @@ impl<W: Write> RecordBuffer<W> {
         Ok(())
     }
 
+    /// Free bytes in the buffer, handing it to the output first when fewer than `min`
+    /// are free: for writers that append runs of records cut to fit
+    /// ([`RecordBuffer::put`] of at most that many bytes is then one copy).
+    #[inline]
+    pub fn room(&mut self, min: usize) -> io::Result<usize> {
+        if WRITE_BUFFER - self.buf.len().min(WRITE_BUFFER) < min {
+            self.flush_buffer()?;
+        }
+        Ok(WRITE_BUFFER.saturating_sub(self.buf.len()))
+    }
+
     /// Appends `data`.
     #[inline]
     pub fn put(&mut self, data: &[u8]) -> io::Result<()> {

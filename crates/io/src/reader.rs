@@ -141,6 +141,36 @@ impl<F: RecordFormat<Input = Input>> Reader<F> {
         )
     }
 
+    /// The next records as the file holds them, headers included, to be copied into a
+    /// file of the same format, variant and byte order (see
+    /// [`RecordFormat::take_verbatim`]: which records, and how `each` is called). Empty
+    /// when the next record is not one to copy so (none of this format, one that crosses
+    /// the window's end or needs a note, the end of the input, damage): read it with
+    /// `next_packet`, which also reports damage. Nothing is lent afterwards
+    /// ([`current_packet`](Self::current_packet) is `None`).
+    #[inline]
+    pub fn take_verbatim(
+        &mut self,
+        max_bytes: usize,
+        max_caplen: u32,
+        mut each: impl FnMut(usize) -> bool,
+    ) -> &[u8] {
+        self.lent = false;
+        let start = self.format.input().window_pos();
+        let mut taken = 0u64;
+        let len = self.format.take_verbatim(
+            max_bytes,
+            max_caplen,
+            #[inline(always)]
+            |end| {
+                taken += 1;
+                each(end)
+            },
+        );
+        self.records += taken;
+        self.format.input().window(start, len)
+    }
+
     /// The next packet for which `keep` says yes (a filter), borrowed until the next call.
     #[inline]
     pub fn next_matching(

@@ -157,17 +157,128 @@ pub fn copy_while(
 /// but each packet costs a third of the instructions of the `next_packet` loop (96-byte
 /// records: T1's 44 a packet against 159). A packet on an interface not yet described
 /// stops the walk; it is described and written here, and the walk goes on after it.
+///
+/// A pcap file copied into a pcap output of the same link type, byte order and time
+/// stamp resolution (`tracekit convert a.pcap b.pcap`) is copied as it is held: after
+/// the first packet (which writes the output's file header), runs of records are
+/// checked as the reader checks them and copied into the output with one copy per run
+/// ([`tracekit_io::Reader::take_verbatim`]); the records such a copy leaves out (longer
+/// than the output's snap length, a fraction of a second out of range, one that crosses
+/// the reader's window) are read and written one by one. The output is the same bytes
+/// as packet by packet.
 pub fn copy_until(
     source: &mut Source,
     sink: &mut Sink,
-    go_on: impl FnMut() -> bool,
+    mut go_on: impl FnMut() -> bool,
 ) -> Result<u64, (CopyError, u64)> {
+    let mut describer = InterfaceDescriber::default();
+    if let Some(header) = source.verbatim_pcap().map(|r| *r.header()) {
+        let written = match copy_one(source, sink, &mut describer) {
+            Ok(false) => return Ok(0),
+            Ok(true) => 1,
+            Err(e) => return Err((e, 0)),
+        };
+        if !go_on() {
+            return Ok(written);
+        }
+        if sink.takes_verbatim_from(&header) {
+            return copy_verbatim(source, sink, go_on, describer, written);
+        }
+        return walk_copy(
+            source,
+            sink,
+            |sink, packet| sink.write_packet(packet),
+            go_on,
+            describer,
+            written,
+        );
+    }
     walk_copy(
         source,
         sink,
         |sink, packet| sink.write_packet(packet),
         go_on,
+        describer,
+        0,
     )
+}
+
+/// The smallest run of records worth a copy of its own: with less room than this left
+/// in the output's buffer, the buffer is handed on first.
+const MIN_VERBATIM_RUN: usize = 64 << 10;
+
+/// The rest of [`copy_until`] for a pcap source and an output that takes its records
+/// as they are.
+fn copy_verbatim(
+    source: &mut Source,
+    sink: &mut Sink,
+    mut go_on: impl FnMut() -> bool,
+    mut describer: InterfaceDescriber,
+    mut written: u64,
+) -> Result<u64, (CopyError, u64)> {
+    // Where each record of a run ends, for the sink's count of whole packets out
+    // (reused: nothing is allocated per run once it has grown).
+    let mut ends: Vec<u32> = Vec::new();
+    loop {
+        let (snaplen, room) = sink
+            .verbatim_room(MIN_VERBATIM_RUN)
+            .map_err(|e| (CopyError::Write(e), written))?;
+        ends.clear();
+        let mut stopped = false;
+        let run = source.take_verbatim(
+            room,
+            snaplen,
+            #[inline(always)]
+            |end| {
+                // A run fits the buffer (`room`), so its offsets fit 32 bits.
+                ends.push(end as u32);
+                stopped = !go_on();
+                !stopped
+            },
+        );
+        if !run.is_empty() {
+            sink.write_verbatim(run, &ends)
+                .map_err(|e| (CopyError::Write(e), written))?;
+            written += ends.len() as u64;
+            if stopped {
+                return Ok(written);
+            }
+            continue;
+        }
+        // A record left to the reader: at a window's end, larger than the room, or one
+        // with a note; or the end of the input, or damage.
+        match copy_one(source, sink, &mut describer) {
+            Ok(false) => return Ok(written),
+            Ok(true) => written += 1,
+            Err(e) => return Err((e, written)),
+        }
+        if !go_on() {
+            return Ok(written);
+        }
+    }
+}
+
+/// Copies the next packet of `source` into `sink` (describing its interface first if
+/// new); `false` at the end.
+fn copy_one(
+    source: &mut Source,
+    sink: &mut Sink,
+    describer: &mut InterfaceDescriber,
+) -> Result<bool, CopyError> {
+    let id = match source.next_packet() {
+        Ok(Some(p)) => p.meta().interface,
+        Ok(None) => return Ok(false),
+        Err(e) => return Err(CopyError::Read(e)),
+    };
+    if describer.is_new(id) {
+        describer
+            .describe(sink, id, |i| source.interface_info(i))
+            .map_err(CopyError::Write)?;
+    }
+    if let Some(packet) = source.current_packet() {
+        sink.write_packet(&packet).map_err(CopyError::Write)?;
+    }
+    Ok(true)
 }
 
 /// [`copy_rewriting_while`] through the reader's own loop, as [`copy_until`] is
@@ -190,16 +301,21 @@ pub fn copy_rewriting_until(
             sink.write_packet(&Packet::new(&buf, meta).with_options(packet.options()))
         },
         go_on,
+        InterfaceDescriber::default(),
+        0,
     )
 }
 
-/// The walk of [`copy_until`] and [`copy_rewriting_until`]: `put` writes a packet.
+/// The walk of [`copy_until`] and [`copy_rewriting_until`]: `put` writes a packet;
+/// `describer` and `written` are what was described and written before.
 #[inline(always)]
 fn walk_copy(
     source: &mut Source,
     sink: &mut Sink,
     mut put: impl FnMut(&mut Sink, &Packet<'_>) -> Result<(), Error>,
     mut go_on: impl FnMut() -> bool,
+    mut describer: InterfaceDescriber,
+    mut written: u64,
 ) -> Result<u64, (CopyError, u64)> {
     /// Why a walk stopped before the end.
     enum Halt {
@@ -215,8 +331,6 @@ fn walk_copy(
             Halt::Read(e)
         }
     }
-    let mut describer = InterfaceDescriber::default();
-    let mut written = 0u64;
     loop {
         let walk = source.try_for_each(
             #[inline(always)]

@@ -157,6 +157,21 @@ impl Tracker {
         }
     }
 
+    /// [`Tracker::note`] for a run of records written at once: they end at `base` plus
+    /// each of `ends`, and the writer has `packets` in all.
+    #[inline]
+    fn note_run(&mut self, packets: u64, base: u64, ends: &[u32], accepted: u64) {
+        if !self.exact {
+            return;
+        }
+        self.recorded = packets;
+        self.ends
+            .extend(ends.iter().map(|&end| base + u64::from(end)));
+        if accepted != self.settled_at {
+            self.settle(accepted);
+        }
+    }
+
     fn settle(&mut self, accepted: u64) {
         self.settled_at = accepted;
         let pending = &self.ends[self.head..];
@@ -354,6 +369,39 @@ impl Sink {
             SinkKind::Dag(w) => w.write_packet(packet).map(|()| (0, 0)),
         }?;
         self.tracker.note(position, self.landing.accepted());
+        Ok(())
+    }
+
+    /// Whether records of a pcap file with `header` go into this sink as that file holds
+    /// them (a pcap output of the same link type, byte order and resolution, its header
+    /// written): see [`PcapWriter::takes_verbatim_from`].
+    pub(crate) fn takes_verbatim_from(&self, header: &tracekit_pcap::FileHeader) -> bool {
+        matches!(&self.kind, SinkKind::Pcap(w) if w.takes_verbatim_from(header))
+    }
+
+    /// The pcap output's snap length and its free buffer bytes (handing the buffer on
+    /// when fewer than `min` are free): how large the next verbatim run may be.
+    #[inline]
+    pub(crate) fn verbatim_room(&mut self, min: usize) -> Result<(u32, usize), Error> {
+        match &mut self.kind {
+            SinkKind::Pcap(w) => Ok((w.options().snaplen, w.verbatim_room(min)?)),
+            _ => Ok((0, 0)),
+        }
+    }
+
+    /// Writes pcap records as their file holds them, each ending at one of `ends`
+    /// (counted from the start of `records`): see [`PcapWriter::write_verbatim`].
+    #[inline]
+    pub(crate) fn write_verbatim(&mut self, records: &[u8], ends: &[u32]) -> Result<(), Error> {
+        let SinkKind::Pcap(w) = &mut self.kind else {
+            return Err(Error::invalid_argument(
+                "records as a pcap file holds them go into a pcap output only",
+            ));
+        };
+        let base = w.bytes();
+        w.write_verbatim(records, ends.len() as u64)?;
+        self.tracker
+            .note_run(w.packets(), base, ends, self.landing.accepted());
         Ok(())
     }
 

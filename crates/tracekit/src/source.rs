@@ -545,6 +545,32 @@ impl Source {
         }
     }
 
+    /// A pcap trace read without a filter: its reader, whose records can be copied as
+    /// they are ([`Source::take_verbatim`]).
+    pub(crate) fn verbatim_pcap(&self) -> Option<&PcapReader> {
+        match &self.kind {
+            SourceKind::Pcap(r) if self.filter.is_none() => Some(r),
+            _ => None,
+        }
+    }
+
+    /// The next records as the file holds them ([`tracekit_io::Reader::take_verbatim`]);
+    /// empty unless [`Source::verbatim_pcap`].
+    #[inline]
+    pub(crate) fn take_verbatim(
+        &mut self,
+        max_bytes: usize,
+        max_caplen: u32,
+        each: impl FnMut(usize) -> bool,
+    ) -> &[u8] {
+        match &mut self.kind {
+            SourceKind::Pcap(r) if self.filter.is_none() => {
+                r.take_verbatim(max_bytes, max_caplen, each)
+            }
+            _ => &[],
+        }
+    }
+
     /// The packet the last [`CaptureSource::next_packet`] returned, lent again without
     /// reading further (`None` before the first packet, at the end and after an error).
     /// This is how a merge compares the inputs' next time stamps without copying

@@ -3,8 +3,15 @@
 //! are described before their first packet, also interfaces that first appear in the
 //! middle of a file) and pcap, the output files are byte-identical, the counts equal and
 //! the errors the same; a stop asked for after the n-th packet stops both there.
+//!
+//! A pcap file copied into pcap as `tracekit convert` copies it (the input's resolution,
+//! snap length and link type) goes through `copy_until`'s verbatim runs: those outputs
+//! too are byte-identical to `copy_while`'s, on every corpus pcap file and on generated
+//! files with the records a run must leave to the reader (longer than the snap length,
+//! a fraction of a second out of range, records across the reader's windows and the
+//! writer's buffers, other byte orders).
 
-use tracekit::{CopyError, CreateOptions, TsResolution};
+use tracekit::{CopyError, CreateOptions, Source, TsResolution};
 use tracekit_testdata::{corpus_uri, manifest};
 
 /// What a copy returned: packets written, and the error's side and text.
@@ -29,13 +36,26 @@ fn copy(
     rewriting: bool,
     stop_after: Option<u64>,
 ) -> (Outcome, Option<Vec<u8>>) {
-    let mut source = tracekit::open(input).unwrap();
-    let options = CreateOptions {
+    let nanos = |source: &Source| CreateOptions {
         ts_resolution: Some(TsResolution::NANO),
         allow_precision_loss: true,
         link_type: source.declared_link_type(),
         ..CreateOptions::default()
     };
+    copy_with(input, out, until, rewriting, stop_after, nanos)
+}
+
+/// [`copy`] with the output's options made from the source.
+fn copy_with(
+    input: &str,
+    out: &std::path::Path,
+    until: bool,
+    rewriting: bool,
+    stop_after: Option<u64>,
+    options: impl Fn(&Source) -> CreateOptions,
+) -> (Outcome, Option<Vec<u8>>) {
+    let mut source = tracekit::open(input).unwrap();
+    let options = options(&source);
     let _ = std::fs::remove_file(out);
     let mut sink = tracekit::create(out.to_str().unwrap(), &options).unwrap();
     let mut seen = 0u64;
@@ -121,4 +141,172 @@ fn copy_until_writes_what_copy_while_writes_on_every_corpus_file() {
         "only {stopped} copies stopped after 3 packets"
     );
     assert!(rewritten > 100, "only {rewritten} rewritten copies");
+}
+
+/// The options `tracekit convert` writes pcap with: the input's resolution (ns for
+/// anything but µs), its snap length (or `snaplen`) and its link type.
+fn as_convert(snaplen: Option<u32>) -> impl Fn(&Source) -> CreateOptions {
+    move |source: &Source| {
+        let resolution = if source.ts_resolution() == TsResolution::MICRO {
+            TsResolution::MICRO
+        } else {
+            TsResolution::NANO
+        };
+        CreateOptions {
+            ts_resolution: Some(resolution),
+            allow_precision_loss: true,
+            snaplen: snaplen.or(source.snaplen().filter(|s| *s != 0)),
+            link_type: source.declared_link_type(),
+            ..CreateOptions::default()
+        }
+    }
+}
+
+/// Copies `input` into pcap with `copy_until` and `copy_while` as `convert` does, with
+/// each stop and snap length, and asserts the same outcome and bytes; returns how many
+/// copies finished with more than one packet written.
+fn compare_as_convert(input: &str, dir: &std::path::Path, stops: &[Option<u64>]) -> u32 {
+    let mut whole = 0;
+    for &stop_after in stops {
+        for snaplen in [None, Some(64)] {
+            let a = copy_with(
+                input,
+                &dir.join("a.pcap"),
+                true,
+                false,
+                stop_after,
+                as_convert(snaplen),
+            );
+            let b = copy_with(
+                input,
+                &dir.join("b.pcap"),
+                false,
+                false,
+                stop_after,
+                as_convert(snaplen),
+            );
+            let case = format!("{input} -> pcap, stop {stop_after:?}, snap length {snaplen:?}");
+            assert_eq!(a.0, b.0, "{case}");
+            assert!(a.1 == b.1, "{case}: the files differ");
+            if a.0.0 > 1 && a.1.is_some() {
+                whole += 1;
+            }
+        }
+    }
+    whole
+}
+
+#[test]
+fn verbatim_runs_write_what_copy_while_writes_on_every_corpus_pcap_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut files, mut verbatim) = (0, 0);
+    for entry in manifest() {
+        let input = corpus_uri(&entry.file);
+        let Ok(source) = tracekit::open(&input) else {
+            continue;
+        };
+        let Some(reader) = source.as_pcap() else {
+            continue;
+        };
+        // Files whose records a run can take: this machine's byte order, µs or ns.
+        let header = reader.header();
+        if header.byte_order == tracekit::pcap::ByteOrder::NATIVE
+            && !header.modified
+            && matches!(header.resolution, TsResolution::MICRO | TsResolution::NANO)
+        {
+            verbatim += 1;
+        }
+        files += 1;
+        compare_as_convert(&input, dir.path(), &[None, Some(1), Some(2), Some(7)]);
+    }
+    assert!(files > 40, "only {files} pcap files");
+    assert!(verbatim > 30, "only {verbatim} files a run can copy");
+}
+
+/// Writes a pcap file of `n` records by hand, in `order`, µs or ns, snap length 1500,
+/// Ethernet, with the records a verbatim run leaves to the reader here and there: a
+/// fraction of a second out of range (every 1000th), longer than the snap length (every
+/// 997th: 1600 bytes, or 70,000, more than a write buffer's spare room), and records of
+/// random lengths in between, so that records cross the reader's 1 MiB windows and the
+/// writer's buffers.
+fn synthetic(path: &std::path::Path, n: u32, big_endian: bool, nanos: bool) {
+    let mut out = Vec::new();
+    let put32 = |out: &mut Vec<u8>, v: u32| {
+        out.extend_from_slice(&if big_endian {
+            v.to_be_bytes()
+        } else {
+            v.to_le_bytes()
+        });
+    };
+    let put16 = |out: &mut Vec<u8>, v: u16| {
+        out.extend_from_slice(&if big_endian {
+            v.to_be_bytes()
+        } else {
+            v.to_le_bytes()
+        });
+    };
+    put32(&mut out, if nanos { 0xa1b2_3c4d } else { 0xa1b2_c3d4 });
+    put16(&mut out, 2);
+    put16(&mut out, 4);
+    put32(&mut out, 0);
+    put32(&mut out, 0);
+    put32(&mut out, 1500);
+    put32(&mut out, 1);
+    let per_sec = if nanos { 1_000_000_000 } else { 1_000_000 };
+    let mut x: u32 = 12345;
+    for i in 0..n {
+        x = x.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+        let caplen = match i % 997 {
+            10 => 1600,
+            500 => 70_000,
+            _ => 14 + (x >> 8) % 1487,
+        };
+        let wire = caplen + if i % 3 == 0 { 20 } else { 0 };
+        let frac = if i % 1000 == 5 {
+            per_sec + 17
+        } else {
+            (x >> 2) % per_sec
+        };
+        put32(&mut out, 1_700_000_000 + i / 10);
+        put32(&mut out, frac);
+        put32(&mut out, caplen);
+        put32(&mut out, wire);
+        out.extend((0..caplen).map(|j| (i as u8) ^ (j as u8)));
+    }
+    std::fs::write(path, out).unwrap();
+}
+
+#[test]
+fn verbatim_runs_leave_the_records_they_cannot_copy_to_the_reader() {
+    let dir = tempfile::tempdir().unwrap();
+    let n = 12_000;
+    for (big_endian, nanos) in [(false, false), (false, true), (true, false)] {
+        let input = dir.path().join("in.pcap");
+        synthetic(&input, n, big_endian, nanos);
+        let input = input.to_str().unwrap().to_owned();
+        let stops = [None, Some(1), Some(2), Some(2_341), Some(9_999)];
+        let whole = compare_as_convert(&input, dir.path(), &stops);
+        assert_eq!(whole, 8, "big-endian {big_endian}, ns {nanos}");
+        // Every record is there, the long ones cut to the snap length.
+        let (outcome, bytes) = copy_with(
+            &input,
+            &dir.path().join("a.pcap"),
+            true,
+            false,
+            None,
+            as_convert(None),
+        );
+        assert_eq!(outcome, (u64::from(n), None));
+        let bytes = bytes.unwrap();
+        let cut = (0..n).filter(|i| matches!(i % 997, 10 | 500)).count();
+        assert!(cut > 20, "{cut}");
+        let mut reader = tracekit::open(dir.path().join("a.pcap").to_str().unwrap()).unwrap();
+        let (mut packets, mut longest) = (0u32, 0usize);
+        while let Some(p) = reader.next_packet().unwrap() {
+            packets += 1;
+            longest = longest.max(p.caplen());
+        }
+        assert_eq!((packets, longest), (n, 1500));
+        assert!(bytes.len() > 4 << 20, "{} bytes", bytes.len());
+    }
 }

@@ -207,6 +207,51 @@ impl RecordFormat for PcapFormat {
         (walked.taken, walked.result)
     }
 
+    /// The standard records the walk takes, whose fraction is below a second (a larger
+    /// one is read, counted in the notes and normalised by `next_record`).
+    #[inline]
+    fn take_verbatim(
+        &mut self,
+        max_bytes: usize,
+        max_caplen: u32,
+        mut each: impl FnMut(usize) -> bool,
+    ) -> usize {
+        if self.header.modified || self.done {
+            return 0;
+        }
+        let window = self.input.available();
+        let window = &window[..window.len().min(max_bytes)];
+        let limit = self.max_caplen.min(self.header.snaplen).min(max_caplen);
+        let per_sec = self.units_per_second();
+        let swapped = self.swapped;
+        let (mut off, mut taken) = (0usize, 0u64);
+        while let Some(head) = window.get(off..).and_then(<[u8]>::first_chunk::<16>) {
+            let field =
+                |i: usize| u32::from_ne_bytes([head[i], head[i + 1], head[i + 2], head[i + 3]]);
+            let mut fields = [field(4), field(8), field(12)];
+            if swapped {
+                fields = fields.map(u32::swap_bytes);
+            }
+            let [ts_frac, caplen, wire_len] = fields;
+            let end = off + 16 + caplen as usize;
+            if caplen > limit
+                || caplen > wire_len
+                || u64::from(ts_frac) >= per_sec
+                || end > window.len()
+            {
+                break;
+            }
+            off = end;
+            taken += 1;
+            if !each(off) {
+                break;
+            }
+        }
+        self.input.consume(off);
+        self.packets += taken;
+        off
+    }
+
     fn input(&self) -> &Input {
         &self.input
     }

@@ -220,6 +220,41 @@ impl<W: Write> PcapWriter<W> {
         Ok(())
     }
 
+    /// Whether records of a file with `header` can be written as that file holds them
+    /// ([`PcapWriter::write_verbatim`]): once this file's header is written, when both
+    /// have the same link type, byte order and resolution, and standard record headers.
+    /// Records longer than the snap length are not for a verbatim copy
+    /// ([`PcapWriterOptions::snaplen`] bounds what the reader hands over).
+    pub fn takes_verbatim_from(&self, header: &FileHeader) -> bool {
+        self.link_type == Some(header.link_type)
+            && self.options.link_type.is_none_or(|l| l == header.link_type)
+            && !header.modified
+            && header.byte_order == self.options.byte_order
+            && header.resolution == self.options.resolution
+    }
+
+    /// Free bytes in the write buffer, handing it to the output first when fewer than
+    /// `min` are free: a run of records of at most this size is written with one copy.
+    #[inline]
+    pub fn verbatim_room(&mut self, min: usize) -> Result<usize, Error> {
+        Ok(self.out.room(min)?)
+    }
+
+    /// Writes `count` records as a file this writer [takes
+    /// verbatim](PcapWriter::takes_verbatim_from) holds them (`tracekit_io::Reader::
+    /// take_verbatim`): record headers and data, each record at most the snap length,
+    /// its fraction below a second. What such records would need of `write_packet` is
+    /// nothing but the copy: their link type, interface, resolution and length are the
+    /// file's.
+    #[inline]
+    pub fn write_verbatim(&mut self, records: &[u8], count: u64) -> Result<(), Error> {
+        debug_assert!(self.link_type.is_some(), "the file header is written first");
+        self.out.put(records)?;
+        self.packets += count;
+        self.bytes += records.len() as u64;
+        Ok(())
+    }
+
     #[inline]
     fn note_losses(&mut self, packet: &Packet<'_>) {
         let meta = packet.meta();
