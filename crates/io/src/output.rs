@@ -188,6 +188,12 @@ impl<W: Write> RecordBuffer<W> {
         result
     }
 
+    /// The output, to write to it directly: only after [`RecordBuffer::flush_buffer`],
+    /// or the buffered bytes come after what is written so.
+    pub fn get_mut(&mut self) -> &mut W {
+        self.out_mut()
+    }
+
     /// The output.
     pub fn get_ref(&self) -> &W {
         self.out

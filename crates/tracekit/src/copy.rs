@@ -209,6 +209,13 @@ const MIN_VERBATIM_RUN: usize = 64 << 10;
 
 /// The rest of [`copy_until`] for a pcap source and an output that takes its records
 /// as they are.
+///
+/// When the source is read with `read()` (uncompressed, not mapped), its window buffers
+/// are shared ([`tracekit_io::Input::share_windows`]): a run's records are handed to the
+/// output's writer thread in the buffer they were read into, once the reader has moved
+/// to its next buffer, and are not copied on this thread at all. Runs the window does not
+/// leave (a record that needs the reader, a stop, the end, damage) are copied into the
+/// writer's buffer as without sharing.
 fn copy_verbatim(
     source: &mut Source,
     sink: &mut Sink,
@@ -216,42 +223,86 @@ fn copy_verbatim(
     mut describer: InterfaceDescriber,
     mut written: u64,
 ) -> Result<u64, (CopyError, u64)> {
+    let shared = source.share_verbatim_windows();
     // Where each record of a run ends, for the sink's count of whole packets out
     // (reused: nothing is allocated per run once it has grown).
     let mut ends: Vec<u32> = Vec::new();
     loop {
         let (snaplen, room) = sink
-            .verbatim_room(MIN_VERBATIM_RUN)
+            .verbatim_room(if shared { 0 } else { MIN_VERBATIM_RUN })
             .map_err(|e| (CopyError::Write(e), written))?;
+        // Shared runs do not go into the writer's buffer: only the window bounds them.
+        let room = if shared { usize::MAX } else { room };
         ends.clear();
         let mut stopped = false;
+        let generation = source.window_generation();
+        let start = source.window_pos();
         let run = source.take_verbatim(
             room,
             snaplen,
             #[inline(always)]
             |end| {
-                // A run fits the buffer (`room`), so its offsets fit 32 bits.
+                // A run lies in one window (or fits the buffer), so its offsets fit 32
+                // bits.
                 ends.push(end as u32);
                 stopped = !go_on();
                 !stopped
             },
         );
-        if !run.is_empty() {
+        // Bytes of the run not written yet (shared: they go once the window moves on).
+        let mut pending = run.len();
+        if pending > 0 && (!shared || stopped) {
             sink.write_verbatim(run, &ends)
                 .map_err(|e| (CopyError::Write(e), written))?;
             written += ends.len() as u64;
+            pending = 0;
             if stopped {
                 return Ok(written);
             }
-            continue;
+            if !shared {
+                continue;
+            }
         }
-        // A record left to the reader: at a window's end, larger than the room, or one
-        // with a note; or the end of the input, or damage.
-        match copy_one(source, sink, &mut describer) {
-            Ok(false) => return Ok(written),
-            Ok(true) => written += 1,
-            Err(e) => return Err((e, written)),
+        // A record left to the reader: across the window's end, larger than the room,
+        // one with a note; or the end of the input, or damage.
+        let next = source.next_packet().map(|p| p.map(|p| p.meta().interface));
+        if shared && source.window_generation() != generation {
+            // The window moved to another buffer: the run goes out of the one it left.
+            let left = source.take_retired_window(generation);
+            if pending > 0 {
+                let buf = left.ok_or_else(|| {
+                    let e = Error::invalid_argument(
+                        "the reader let go of a buffer still to be written",
+                    );
+                    (CopyError::Write(e), written)
+                })?;
+                sink.write_verbatim_shared(buf, start..start + pending, &ends)
+                    .map_err(|e| (CopyError::Write(e), written))?;
+                written += ends.len() as u64;
+                pending = 0;
+            }
         }
+        if pending > 0 {
+            // Still in the window the run was taken from.
+            sink.write_verbatim(source.window_bytes(start, pending), &ends)
+                .map_err(|e| (CopyError::Write(e), written))?;
+            written += ends.len() as u64;
+        }
+        let id = match next {
+            Ok(Some(id)) => id,
+            Ok(None) => return Ok(written),
+            Err(e) => return Err((CopyError::Read(e), written)),
+        };
+        if describer.is_new(id) {
+            describer
+                .describe(sink, id, |i| source.interface_info(i))
+                .map_err(|e| (CopyError::Write(e), written))?;
+        }
+        if let Some(packet) = source.current_packet() {
+            sink.write_packet(&packet)
+                .map_err(|e| (CopyError::Write(e), written))?;
+        }
+        written += 1;
         if !go_on() {
             return Ok(written);
         }

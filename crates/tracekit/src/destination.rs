@@ -215,6 +215,9 @@ const QUEUED: usize = 4;
 
 enum Job {
     Data(Vec<u8>),
+    /// Bytes of a buffer shared with a reader (a window of its input), written from
+    /// there without a copy; the buffer goes back to the reader when dropped.
+    Shared(Arc<Vec<u8>>, std::ops::Range<usize>),
     Flush(std::sync::mpsc::SyncSender<io::Result<()>>),
     /// The last job: an exchange may outlive the `Background` that made it.
     End,
@@ -279,6 +282,14 @@ impl Background {
                             }
                             let _ = spare_tx.try_send(buf);
                         }
+                        Job::Shared(buf, range) => {
+                            if !broken && let Err(e) = inner.write_all(&buf[range]) {
+                                broken = true;
+                                if let Ok(mut f) = failure.lock() {
+                                    *f = Some(e);
+                                }
+                            }
+                        }
                         Job::End => break,
                         Job::Flush(ack) => {
                             let result = if broken {
@@ -322,6 +333,26 @@ impl Background {
             queue(jobs.as_ref(), Job::Data(full))?;
             Ok(spare.try_recv().unwrap_or_default())
         })
+    }
+}
+
+impl Background {
+    /// Queues `buf[range]` behind every write before, to be written from `buf` itself:
+    /// for bytes a reader holds in a buffer it shares (a pcap file's records copied as
+    /// they are), which then need no copy on this side at all.
+    pub(crate) fn queue_shared(
+        &self,
+        buf: Arc<Vec<u8>>,
+        range: std::ops::Range<usize>,
+    ) -> io::Result<()> {
+        self.failure()?;
+        if buf.get(range.clone()).is_none() {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "bytes to write lie outside their buffer",
+            ));
+        }
+        self.send(Job::Shared(buf, range))
     }
 }
 

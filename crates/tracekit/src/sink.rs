@@ -2,6 +2,7 @@
 //! over every writable format.
 
 use std::io::{self, Write};
+use std::sync::Arc;
 
 use tracekit_core::{
     CaptureSink, Error, InterfaceInfo, LinkType, Packet, SinkReport, TsResolution,
@@ -54,7 +55,7 @@ pub struct CreateOptions {
 /// Where output bytes go: straight to the file or stream, or through the parallel
 /// compressor.
 enum Output {
-    Plain(Box<dyn Write + Send>),
+    Plain(Background),
     Compressed(ParallelWriter<Box<dyn Write + Send>>),
 }
 
@@ -84,6 +85,21 @@ impl Write for Output {
 }
 
 impl Output {
+    /// Writes `buf[range]`: queued with the buffer itself, without a copy, for the
+    /// writer thread of a plain output; copied into the compressor otherwise.
+    fn write_shared(&mut self, buf: Arc<Vec<u8>>, range: std::ops::Range<usize>) -> io::Result<()> {
+        match self {
+            Output::Plain(w) => w.queue_shared(buf, range),
+            Output::Compressed(w) => match buf.get(range) {
+                Some(bytes) => w.write_all(bytes),
+                None => Err(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    "bytes to write lie outside their buffer",
+                )),
+            },
+        }
+    }
+
     /// Completes the output; the compressed size when compressed.
     fn finish(self) -> Result<Option<u64>, Error> {
         match self {
@@ -276,7 +292,7 @@ pub fn create_checked(
         // takes the writer's full buffers whole.
         let background = Background::new(file).map_err(|e| Error::from(e).with_path(path))?;
         let exchange = background.exchange();
-        (Output::Plain(Box::new(background)), Some(exchange))
+        (Output::Plain(background), Some(exchange))
     } else {
         let writer = ParallelWriter::new(file, compress).map_err(|e| e.with_path(path))?;
         (Output::Compressed(writer), None)
@@ -400,6 +416,29 @@ impl Sink {
         };
         let base = w.bytes();
         w.write_verbatim(records, ends.len() as u64)?;
+        self.tracker
+            .note_run(w.packets(), base, ends, self.landing.accepted());
+        Ok(())
+    }
+
+    /// [`Sink::write_verbatim`] from a buffer the source shares
+    /// (`tracekit_io::Input::share_windows`): the records `buf[range]` are queued for
+    /// the output's writer thread with the buffer itself, behind the bytes written
+    /// before, and are not copied on this thread.
+    pub(crate) fn write_verbatim_shared(
+        &mut self,
+        buf: Arc<Vec<u8>>,
+        range: std::ops::Range<usize>,
+        ends: &[u32],
+    ) -> Result<(), Error> {
+        let SinkKind::Pcap(w) = &mut self.kind else {
+            return Err(Error::invalid_argument(
+                "records as a pcap file holds them go into a pcap output only",
+            ));
+        };
+        let base = w.bytes();
+        let len = range.len();
+        w.write_verbatim_by(len, ends.len() as u64, |out| out.write_shared(buf, range))?;
         self.tracker
             .note_run(w.packets(), base, ends, self.landing.accepted());
         Ok(())

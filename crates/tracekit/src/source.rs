@@ -571,6 +571,57 @@ impl Source {
         }
     }
 
+    /// The input of a pcap trace read without a filter (the one [`Source::take_verbatim`]
+    /// takes records from).
+    fn verbatim_input(&self) -> Option<&Input> {
+        match &self.kind {
+            SourceKind::Pcap(r) if self.filter.is_none() => Some(r.input()),
+            _ => None,
+        }
+    }
+
+    /// Lets the writer of verbatim records hold the pcap reader's window buffers
+    /// ([`Input::share_windows`]), so that records go out of the buffer they were read
+    /// into: for an uncompressed stream or file read with `read()`. Whether it does.
+    pub(crate) fn share_verbatim_windows(&mut self) -> bool {
+        let plain = self
+            .verbatim_input()
+            .is_some_and(|i| i.compression() == Compression::None && !i.is_mapped());
+        match &mut self.kind {
+            SourceKind::Pcap(r) if plain => r.input_mut().share_windows(),
+            _ => false,
+        }
+    }
+
+    /// Sharing: how often the pcap reader's window moved to another buffer
+    /// ([`Input::generation`]).
+    pub(crate) fn window_generation(&self) -> u64 {
+        self.verbatim_input().map_or(0, Input::generation)
+    }
+
+    /// Where the pcap reader is in its window ([`Input::window_pos`]).
+    pub(crate) fn window_pos(&self) -> usize {
+        self.verbatim_input().map_or(0, Input::window_pos)
+    }
+
+    /// `len` bytes of the pcap reader's current window from `start` (positions as
+    /// [`Source::window_pos`] gave them since the window last moved).
+    pub(crate) fn window_bytes(&self, start: usize, len: usize) -> &[u8] {
+        self.verbatim_input().map_or(&[], |i| i.window(start, len))
+    }
+
+    /// Sharing: the buffer that held the pcap reader's window in `generation`, once it
+    /// moved on ([`Input::take_retired`]; earlier ones not taken are let go).
+    pub(crate) fn take_retired_window(
+        &mut self,
+        generation: u64,
+    ) -> Option<std::sync::Arc<Vec<u8>>> {
+        match &mut self.kind {
+            SourceKind::Pcap(r) if self.filter.is_none() => r.input_mut().take_retired(generation),
+            _ => None,
+        }
+    }
+
     /// The packet the last [`CaptureSource::next_packet`] returned, lent again without
     /// reading further (`None` before the first packet, at the end and after an error).
     /// This is how a merge compares the inputs' next time stamps without copying

@@ -255,6 +255,23 @@ impl<W: Write> PcapWriter<W> {
         Ok(())
     }
 
+    /// [`PcapWriter::write_verbatim`] of `count` records taking `len` bytes that `hand`
+    /// gives the output itself, after the bytes buffered before: for an output that can
+    /// take them without a copy (a writer thread handed the reader's buffer).
+    pub fn write_verbatim_by(
+        &mut self,
+        len: usize,
+        count: u64,
+        hand: impl FnOnce(&mut W) -> std::io::Result<()>,
+    ) -> Result<(), Error> {
+        debug_assert!(self.link_type.is_some(), "the file header is written first");
+        self.out.flush_buffer()?;
+        hand(self.out.get_mut())?;
+        self.packets += count;
+        self.bytes += len as u64;
+        Ok(())
+    }
+
     #[inline]
     fn note_losses(&mut self, packet: &Packet<'_>) {
         let meta = packet.meta();
