@@ -174,6 +174,17 @@ pub trait RecordFormat: Sized {
         let _ = (max_bytes, max_caplen, each);
         0
     }
+
+    /// After [`take_verbatim`](Self::take_verbatim): when the next record is one a run
+    /// would take but crosses the window's end, the bytes it needs from the window's
+    /// position (header and data), for the caller to bring it in with `Input::fill`
+    /// and go on with runs. `None` when the next record is for `next_record` (a note,
+    /// damage, a kind runs do not take), or when no format does runs.
+    #[inline]
+    fn verbatim_shortfall(&self, max_caplen: u32) -> Option<usize> {
+        let _ = max_caplen;
+        None
+    }
 }
 
 /// What a window walk did (see [`walk_records`]): the bytes it walked past, the records it

@@ -353,6 +353,13 @@ impl Input {
         true
     }
 
+    /// Ends [`Input::share_windows`]: the window stays where it is, buffers it left and
+    /// did not hand out are let go, and from now on it moves within its own buffer
+    /// again. Buffers handed out stay with their holders.
+    pub fn stop_sharing_windows(&mut self) {
+        self.sharing = None;
+    }
+
     /// Sharing: how many times the window has moved to another buffer. Positions
     /// ([`Input::window_pos`]) taken in one generation index that generation's buffer.
     pub fn generation(&self) -> u64 {

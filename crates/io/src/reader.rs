@@ -171,6 +171,18 @@ impl<F: RecordFormat<Input = Input>> Reader<F> {
         self.format.input().window(start, len)
     }
 
+    /// After [`take_verbatim`](Self::take_verbatim): brings a record that crosses the
+    /// window's end into the window ([`RecordFormat::verbatim_shortfall`]), so that the
+    /// next run starts with it; `true` when it is there. `false` when the next record is
+    /// for `next_packet` (or the input ends inside it: `next_packet` reports that). The
+    /// window may move to another buffer either way.
+    pub fn refill_verbatim(&mut self, max_caplen: u32) -> Result<bool, Error> {
+        let Some(need) = self.format.verbatim_shortfall(max_caplen) else {
+            return Ok(false);
+        };
+        Ok(self.format.input_mut().fill(need)? >= need)
+    }
+
     /// The next packet for which `keep` says yes (a filter), borrowed until the next call.
     #[inline]
     pub fn next_matching(

@@ -213,17 +213,36 @@ const MIN_VERBATIM_RUN: usize = 64 << 10;
 /// When the source is read with `read()` (uncompressed, not mapped), its window buffers
 /// are shared ([`tracekit_io::Input::share_windows`]): a run's records are handed to the
 /// output's writer thread in the buffer they were read into, once the reader has moved
-/// to its next buffer, and are not copied on this thread at all. Runs the window does not
-/// leave (a record that needs the reader, a stop, the end, damage) are copied into the
-/// writer's buffer as without sharing.
+/// to its next buffer, and are not copied on this thread at all; a record across the
+/// window's end is brought into the next window and starts the next run there. Runs the
+/// window does not leave (before a record that needs the reader, a stop, the end,
+/// damage) are copied into the writer's buffer, as every run is without sharing.
 fn copy_verbatim(
+    source: &mut Source,
+    sink: &mut Sink,
+    go_on: impl FnMut() -> bool,
+    describer: InterfaceDescriber,
+    written: u64,
+) -> Result<u64, (CopyError, u64)> {
+    let shared = source.share_verbatim_windows();
+    let copied = copy_verbatim_runs(source, sink, go_on, describer, written, shared);
+    if shared {
+        // The source may be read on: its windows are its own again (buffers it left
+        // would otherwise be kept for a taker that is gone).
+        source.stop_sharing_verbatim_windows();
+    }
+    copied
+}
+
+/// The loop of [`copy_verbatim`]; `shared`: whether the source shares its windows.
+fn copy_verbatim_runs(
     source: &mut Source,
     sink: &mut Sink,
     mut go_on: impl FnMut() -> bool,
     mut describer: InterfaceDescriber,
     mut written: u64,
+    shared: bool,
 ) -> Result<u64, (CopyError, u64)> {
-    let shared = source.share_verbatim_windows();
     // Where each record of a run ends, for the sink's count of whole packets out
     // (reused: nothing is allocated per run once it has grown).
     let mut ends: Vec<u32> = Vec::new();
@@ -237,56 +256,53 @@ fn copy_verbatim(
         let mut stopped = false;
         let generation = source.window_generation();
         let start = source.window_pos();
-        let run = source.take_verbatim(
-            room,
-            snaplen,
-            #[inline(always)]
-            |end| {
-                // A run lies in one window (or fits the buffer), so its offsets fit 32
-                // bits.
-                ends.push(end as u32);
-                stopped = !go_on();
-                !stopped
-            },
-        );
-        // Bytes of the run not written yet (shared: they go once the window moves on).
-        let mut pending = run.len();
-        if pending > 0 && (!shared || stopped) {
-            sink.write_verbatim(run, &ends)
+        let len = source
+            .take_verbatim(
+                room,
+                snaplen,
+                #[inline(always)]
+                |end| {
+                    // A run lies in one window (or fits the buffer), so its offsets fit
+                    // 32 bits.
+                    ends.push(end as u32);
+                    stopped = !go_on();
+                    !stopped
+                },
+            )
+            .len();
+        let run = Run {
+            generation,
+            start,
+            len,
+        };
+        if len > 0 && (!shared || stopped) {
+            run.put(source, sink, &ends)
                 .map_err(|e| (CopyError::Write(e), written))?;
             written += ends.len() as u64;
-            pending = 0;
             if stopped {
                 return Ok(written);
             }
-            if !shared {
-                continue;
-            }
-        }
-        // A record left to the reader: across the window's end, larger than the room,
-        // one with a note; or the end of the input, or damage.
-        let next = source.next_packet().map(|p| p.map(|p| p.meta().interface));
-        if shared && source.window_generation() != generation {
-            // The window moved to another buffer: the run goes out of the one it left.
-            let left = source.take_retired_window(generation);
-            if pending > 0 {
-                let buf = left.ok_or_else(|| {
-                    let e = Error::invalid_argument(
-                        "the reader let go of a buffer still to be written",
-                    );
-                    (CopyError::Write(e), written)
-                })?;
-                sink.write_verbatim_shared(buf, start..start + pending, &ends)
-                    .map_err(|e| (CopyError::Write(e), written))?;
-                written += ends.len() as u64;
-                pending = 0;
-            }
-        }
-        if pending > 0 {
-            // Still in the window the run was taken from.
-            sink.write_verbatim(source.window_bytes(start, pending), &ends)
+            continue;
+        } else if shared {
+            // The next record across the window's end: into the window (the run goes
+            // out of the buffer the window leaves), and the next run starts with it.
+            let refilled = source.refill_verbatim(snaplen);
+            run.put(source, sink, &ends)
                 .map_err(|e| (CopyError::Write(e), written))?;
-            written += ends.len() as u64;
+            written += if len > 0 { ends.len() as u64 } else { 0 };
+            match refilled {
+                Ok(true) => continue,
+                Ok(false) => {}
+                Err(e) => return Err((CopyError::Read(e), written)),
+            }
+        }
+        // A record left to the reader: larger than the room, one with a note; or the
+        // end of the input, or damage.
+        let generation = source.window_generation();
+        let next = source.next_packet().map(|p| p.map(|p| p.meta().interface));
+        if source.window_generation() != generation {
+            // Nothing of the window it left is still to be written.
+            source.take_retired_window(generation);
         }
         let id = match next {
             Ok(Some(id)) => id,
@@ -306,6 +322,36 @@ fn copy_verbatim(
         if !go_on() {
             return Ok(written);
         }
+    }
+}
+
+/// A run of records taken verbatim: `len` bytes from `start` of the reader's window in
+/// `generation`.
+struct Run {
+    generation: u64,
+    start: usize,
+    len: usize,
+}
+
+impl Run {
+    /// Writes the run (its records end at `ends`): out of the buffer the reader's window
+    /// left, when it has moved on since the run was taken (shared windows), or copied
+    /// from the window. Lets go of a buffer the window left either way.
+    fn put(&self, source: &mut Source, sink: &mut Sink, ends: &[u32]) -> Result<(), Error> {
+        if source.window_generation() != self.generation {
+            let left = source.take_retired_window(self.generation);
+            if self.len == 0 {
+                return Ok(());
+            }
+            let buf = left.ok_or_else(|| {
+                Error::invalid_argument("the reader let go of a buffer still to be written")
+            })?;
+            return sink.write_verbatim_shared(buf, self.start..self.start + self.len, ends);
+        }
+        if self.len == 0 {
+            return Ok(());
+        }
+        sink.write_verbatim(source.window_bytes(self.start, self.len), ends)
     }
 }
 

@@ -593,6 +593,22 @@ impl Source {
         }
     }
 
+    /// After [`Source::take_verbatim`]: brings a record that crosses the pcap reader's
+    /// window end into the window ([`tracekit_io::Reader::refill_verbatim`]).
+    pub(crate) fn refill_verbatim(&mut self, max_caplen: u32) -> Result<bool, Error> {
+        match &mut self.kind {
+            SourceKind::Pcap(r) if self.filter.is_none() => r.refill_verbatim(max_caplen),
+            _ => Ok(false),
+        }
+    }
+
+    /// Ends [`Source::share_verbatim_windows`] ([`Input::stop_sharing_windows`]).
+    pub(crate) fn stop_sharing_verbatim_windows(&mut self) {
+        if let SourceKind::Pcap(r) = &mut self.kind {
+            r.input_mut().stop_sharing_windows();
+        }
+    }
+
     /// Sharing: how often the pcap reader's window moved to another buffer
     /// ([`Input::generation`]).
     pub(crate) fn window_generation(&self) -> u64 {

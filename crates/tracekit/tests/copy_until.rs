@@ -310,3 +310,47 @@ fn verbatim_runs_leave_the_records_they_cannot_copy_to_the_reader() {
         assert!(bytes.len() > 4 << 20, "{} bytes", bytes.len());
     }
 }
+
+#[test]
+fn a_source_stopped_in_a_verbatim_run_reads_on_from_the_next_packet() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("in.pcap");
+    let n = 6_000;
+    synthetic(&input, n, false, false);
+    let input = input.to_str().unwrap();
+    for stop in [1u64, 2, 1_500, 4_321] {
+        let mut source = tracekit::open(input).unwrap();
+        let mut sink = tracekit::create(
+            dir.path().join("o.pcap").to_str().unwrap(),
+            &as_convert(None)(&source),
+        )
+        .unwrap();
+        let mut seen = 0;
+        let copied = tracekit::copy_until(&mut source, &mut sink, || {
+            seen += 1;
+            seen < stop
+        })
+        .unwrap();
+        assert_eq!(copied, stop);
+        sink.finish().unwrap();
+        // The rest, read on from the same source, is what a fresh reader has after
+        // `stop` packets.
+        let mut fresh = tracekit::open(input).unwrap();
+        for _ in 0..stop {
+            fresh.next_packet().unwrap().unwrap();
+        }
+        let mut rest = 0u64;
+        while let Some(p) = source.next_packet().unwrap() {
+            let q = fresh.next_packet().unwrap().expect("as many packets");
+            assert_eq!(
+                (p.meta(), p.data()),
+                (q.meta(), q.data()),
+                "packet {}",
+                stop + rest + 1
+            );
+            rest += 1;
+        }
+        assert!(fresh.next_packet().unwrap().is_none());
+        assert_eq!(rest, u64::from(n) - stop);
+    }
+}

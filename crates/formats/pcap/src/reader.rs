@@ -252,6 +252,25 @@ impl RecordFormat for PcapFormat {
         off
     }
 
+    /// A standard record whose header or data the window does not hold whole.
+    #[inline]
+    fn verbatim_shortfall(&self, max_caplen: u32) -> Option<usize> {
+        if self.header.modified || self.done {
+            return None;
+        }
+        let window = self.input.available();
+        let Some(head) = window.first_chunk::<16>() else {
+            return Some(16);
+        };
+        let mut caplen = u32::from_ne_bytes([head[8], head[9], head[10], head[11]]);
+        if self.swapped {
+            caplen = caplen.swap_bytes();
+        }
+        let limit = self.max_caplen.min(self.header.snaplen).min(max_caplen);
+        let need = 16 + caplen as usize;
+        (caplen <= limit && need > window.len()).then_some(need)
+    }
+
     fn input(&self) -> &Input {
         &self.input
     }
