@@ -66,6 +66,20 @@ impl ByteOrder {
         }
     }
 
+    /// `words` one after another at the start of `out` (4 bytes each), the byte order
+    /// chosen once for all of them rather than once per word: how the writers store a
+    /// record header's fields straight into their buffer.
+    #[inline]
+    pub fn put_u32s<const N: usize>(self, words: [u32; N], out: &mut [u8]) {
+        let words = match self {
+            ByteOrder::Little => words.map(u32::to_le),
+            ByteOrder::Big => words.map(u32::to_be),
+        };
+        for (at, v) in out.chunks_exact_mut(4).zip(words) {
+            at.copy_from_slice(&v.to_ne_bytes());
+        }
+    }
+
     /// The bytes of a `u64`.
     #[inline]
     pub fn put_u64(self, v: u64) -> [u8; 8] {

@@ -172,26 +172,20 @@ pub fn copy_until(
     mut go_on: impl FnMut() -> bool,
 ) -> Result<u64, (CopyError, u64)> {
     let mut describer = InterfaceDescriber::default();
+    let mut written = 0;
     if let Some(header) = source.verbatim_pcap().map(|r| *r.header()) {
-        let written = match copy_one(source, sink, &mut describer) {
+        // The first packet writes the output's header; then the sink can tell.
+        match copy_one(source, sink, &mut describer) {
             Ok(false) => return Ok(0),
-            Ok(true) => 1,
+            Ok(true) => written = 1,
             Err(e) => return Err((e, 0)),
-        };
+        }
         if !go_on() {
             return Ok(written);
         }
         if sink.takes_verbatim_from(&header) {
             return copy_verbatim(source, sink, go_on, describer, written);
         }
-        return walk_copy(
-            source,
-            sink,
-            |sink, packet| sink.write_packet(packet),
-            go_on,
-            describer,
-            written,
-        );
     }
     walk_copy(
         source,
@@ -199,7 +193,7 @@ pub fn copy_until(
         |sink, packet| sink.write_packet(packet),
         go_on,
         describer,
-        0,
+        written,
     )
 }
 
@@ -256,20 +250,18 @@ fn copy_verbatim_runs(
         let mut stopped = false;
         let generation = source.window_generation();
         let start = source.window_pos();
-        let len = source
-            .take_verbatim(
-                room,
-                snaplen,
-                #[inline(always)]
-                |end| {
-                    // A run lies in one window (or fits the buffer), so its offsets fit
-                    // 32 bits.
-                    ends.push(end as u32);
-                    stopped = !go_on();
-                    !stopped
-                },
-            )
-            .len();
+        let len = source.take_verbatim(
+            room,
+            snaplen,
+            #[inline(always)]
+            |end| {
+                // A run lies in one window (or fits the buffer), so its offsets fit 32
+                // bits.
+                ends.push(end as u32);
+                stopped = !go_on();
+                !stopped
+            },
+        );
         let run = Run {
             generation,
             start,
@@ -299,26 +291,16 @@ fn copy_verbatim_runs(
         // A record left to the reader: larger than the room, one with a note; or the
         // end of the input, or damage.
         let generation = source.window_generation();
-        let next = source.next_packet().map(|p| p.map(|p| p.meta().interface));
+        let copied = copy_one(source, sink, &mut describer);
         if source.window_generation() != generation {
             // Nothing of the window it left is still to be written.
             source.take_retired_window(generation);
         }
-        let id = match next {
-            Ok(Some(id)) => id,
-            Ok(None) => return Ok(written),
-            Err(e) => return Err((CopyError::Read(e), written)),
-        };
-        if describer.is_new(id) {
-            describer
-                .describe(sink, id, |i| source.interface_info(i))
-                .map_err(|e| (CopyError::Write(e), written))?;
+        match copied {
+            Ok(true) => written += 1,
+            Ok(false) => return Ok(written),
+            Err(e) => return Err((e, written)),
         }
-        if let Some(packet) = source.current_packet() {
-            sink.write_packet(&packet)
-                .map_err(|e| (CopyError::Write(e), written))?;
-        }
-        written += 1;
         if !go_on() {
             return Ok(written);
         }

@@ -409,16 +409,7 @@ impl Sink {
     /// (counted from the start of `records`): see [`PcapWriter::write_verbatim`].
     #[inline]
     pub(crate) fn write_verbatim(&mut self, records: &[u8], ends: &[u32]) -> Result<(), Error> {
-        let SinkKind::Pcap(w) = &mut self.kind else {
-            return Err(Error::invalid_argument(
-                "records as a pcap file holds them go into a pcap output only",
-            ));
-        };
-        let base = w.bytes();
-        w.write_verbatim(records, ends.len() as u64)?;
-        self.tracker
-            .note_run(w.packets(), base, ends, self.landing.accepted());
-        Ok(())
+        self.verbatim_run(ends, |w| w.write_verbatim(records, ends.len() as u64))
     }
 
     /// [`Sink::write_verbatim`] from a buffer the source shares
@@ -431,14 +422,28 @@ impl Sink {
         range: std::ops::Range<usize>,
         ends: &[u32],
     ) -> Result<(), Error> {
+        self.verbatim_run(ends, |w| {
+            w.write_verbatim_by(range.len(), ends.len() as u64, |out| {
+                out.write_shared(buf, range)
+            })
+        })
+    }
+
+    /// A verbatim run written by `write` into the pcap writer, its records' ends (from
+    /// where the writer was) noted for the count of packets out.
+    #[inline]
+    fn verbatim_run(
+        &mut self,
+        ends: &[u32],
+        write: impl FnOnce(&mut PcapWriter<Output>) -> Result<(), Error>,
+    ) -> Result<(), Error> {
         let SinkKind::Pcap(w) = &mut self.kind else {
             return Err(Error::invalid_argument(
                 "records as a pcap file holds them go into a pcap output only",
             ));
         };
         let base = w.bytes();
-        let len = range.len();
-        w.write_verbatim_by(len, ends.len() as u64, |out| out.write_shared(buf, range))?;
+        write(w)?;
         self.tracker
             .note_run(w.packets(), base, ends, self.landing.accepted());
         Ok(())

@@ -554,57 +554,49 @@ impl Source {
         }
     }
 
-    /// The next records as the file holds them ([`tracekit_io::Reader::take_verbatim`]);
-    /// empty unless [`Source::verbatim_pcap`].
+    /// [`Source::verbatim_pcap`], to read on.
+    fn verbatim_pcap_mut(&mut self) -> Option<&mut PcapReader> {
+        match &mut self.kind {
+            SourceKind::Pcap(r) if self.filter.is_none() => Some(r),
+            _ => None,
+        }
+    }
+
+    /// Takes the next records as the file holds them
+    /// ([`tracekit_io::Reader::take_verbatim`]) and returns how many bytes they take
+    /// from [`Source::window_pos`] on; 0 unless [`Source::verbatim_pcap`].
     #[inline]
     pub(crate) fn take_verbatim(
         &mut self,
         max_bytes: usize,
         max_caplen: u32,
         each: impl FnMut(usize) -> bool,
-    ) -> &[u8] {
-        match &mut self.kind {
-            SourceKind::Pcap(r) if self.filter.is_none() => {
-                r.take_verbatim(max_bytes, max_caplen, each)
-            }
-            _ => &[],
-        }
-    }
-
-    /// The input of a pcap trace read without a filter (the one [`Source::take_verbatim`]
-    /// takes records from).
-    fn verbatim_input(&self) -> Option<&Input> {
-        match &self.kind {
-            SourceKind::Pcap(r) if self.filter.is_none() => Some(r.input()),
-            _ => None,
-        }
+    ) -> usize {
+        self.verbatim_pcap_mut()
+            .map_or(0, |r| r.take_verbatim(max_bytes, max_caplen, each).len())
     }
 
     /// Lets the writer of verbatim records hold the pcap reader's window buffers
     /// ([`Input::share_windows`]), so that records go out of the buffer they were read
     /// into: for an uncompressed stream or file read with `read()`. Whether it does.
     pub(crate) fn share_verbatim_windows(&mut self) -> bool {
-        let plain = self
-            .verbatim_input()
-            .is_some_and(|i| i.compression() == Compression::None && !i.is_mapped());
-        match &mut self.kind {
-            SourceKind::Pcap(r) if plain => r.input_mut().share_windows(),
-            _ => false,
-        }
+        let Some(r) = self.verbatim_pcap_mut() else {
+            return false;
+        };
+        let input = r.input_mut();
+        input.compression() == Compression::None && !input.is_mapped() && input.share_windows()
     }
 
     /// After [`Source::take_verbatim`]: brings a record that crosses the pcap reader's
     /// window end into the window ([`tracekit_io::Reader::refill_verbatim`]).
     pub(crate) fn refill_verbatim(&mut self, max_caplen: u32) -> Result<bool, Error> {
-        match &mut self.kind {
-            SourceKind::Pcap(r) if self.filter.is_none() => r.refill_verbatim(max_caplen),
-            _ => Ok(false),
-        }
+        self.verbatim_pcap_mut()
+            .map_or(Ok(false), |r| r.refill_verbatim(max_caplen))
     }
 
     /// Ends [`Source::share_verbatim_windows`] ([`Input::stop_sharing_windows`]).
     pub(crate) fn stop_sharing_verbatim_windows(&mut self) {
-        if let SourceKind::Pcap(r) = &mut self.kind {
+        if let Some(r) = self.verbatim_pcap_mut() {
             r.input_mut().stop_sharing_windows();
         }
     }
@@ -612,18 +604,19 @@ impl Source {
     /// Sharing: how often the pcap reader's window moved to another buffer
     /// ([`Input::generation`]).
     pub(crate) fn window_generation(&self) -> u64 {
-        self.verbatim_input().map_or(0, Input::generation)
+        self.verbatim_pcap().map_or(0, |r| r.input().generation())
     }
 
     /// Where the pcap reader is in its window ([`Input::window_pos`]).
     pub(crate) fn window_pos(&self) -> usize {
-        self.verbatim_input().map_or(0, Input::window_pos)
+        self.verbatim_pcap().map_or(0, |r| r.input().window_pos())
     }
 
     /// `len` bytes of the pcap reader's current window from `start` (positions as
     /// [`Source::window_pos`] gave them since the window last moved).
     pub(crate) fn window_bytes(&self, start: usize, len: usize) -> &[u8] {
-        self.verbatim_input().map_or(&[], |i| i.window(start, len))
+        self.verbatim_pcap()
+            .map_or(&[], |r| r.input().window(start, len))
     }
 
     /// Sharing: the buffer that held the pcap reader's window in `generation`, once it
@@ -632,10 +625,9 @@ impl Source {
         &mut self,
         generation: u64,
     ) -> Option<std::sync::Arc<Vec<u8>>> {
-        match &mut self.kind {
-            SourceKind::Pcap(r) if self.filter.is_none() => r.input_mut().take_retired(generation),
-            _ => None,
-        }
+        self.verbatim_pcap_mut()?
+            .input_mut()
+            .take_retired(generation)
     }
 
     /// The packet the last [`CaptureSource::next_packet`] returned, lent again without

@@ -202,18 +202,9 @@ impl<W: Write> PcapWriter<W> {
                 meta.ts
             )));
         };
-        // The byte order chosen once for the four fields, not once for each.
         let fields = [secs, frac as u32, caplen as u32, meta.wire_len];
-        let fields = match bo {
-            ByteOrder::Little => fields.map(u32::to_le),
-            ByteOrder::Big => fields.map(u32::to_be),
-        };
         self.out.put_head(
-            |rec: &mut [u8; 16]| {
-                for (at, v) in rec.chunks_exact_mut(4).zip(fields) {
-                    at.copy_from_slice(&v.to_ne_bytes());
-                }
-            },
+            |rec: &mut [u8; 16]| bo.put_u32s(fields, rec),
             &data[..caplen],
         )?;
         tracekit_io::count_record(&mut self.packets, &mut self.bytes, 16 + caplen as u64);

@@ -372,16 +372,8 @@ impl<W: Write> PcapngWriter<W> {
             caplen as u32,
             meta.wire_len,
         ];
-        let fields = match order {
-            ByteOrder::Little => fields.map(u32::to_le),
-            ByteOrder::Big => fields.map(u32::to_be),
-        };
         self.out.put_head(
-            |head: &mut [u8; 28]| {
-                for (at, v) in head.chunks_exact_mut(4).zip(fields) {
-                    at.copy_from_slice(&v.to_ne_bytes());
-                }
-            },
+            |head: &mut [u8; 28]| order.put_u32s(fields, head),
             &data[..caplen],
         )?;
         // Padding, options and the closing length: one piece without options.
