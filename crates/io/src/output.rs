@@ -188,10 +188,22 @@ impl<W: Write> RecordBuffer<W> {
         result
     }
 
-    /// The output, to write to it directly: only after [`RecordBuffer::flush_buffer`],
-    /// or the buffered bytes come after what is written so.
-    pub fn get_mut(&mut self) -> &mut W {
-        self.out_mut()
+    /// Hands the buffered bytes to `write` with the output, to write them there itself
+    /// ahead of what it writes next, without going through the buffer or an exchange.
+    /// The buffer is empty afterwards whatever `write` returns: the bytes are its own, as
+    /// they are an exchange's, and the output's count of what reached the destination
+    /// says what was written.
+    pub fn write_buffered_with<R>(
+        &mut self,
+        write: impl FnOnce(&mut W, &[u8]) -> io::Result<R>,
+    ) -> io::Result<R> {
+        let out = self
+            .out
+            .as_mut()
+            .expect("a RecordBuffer is written only before into_inner");
+        let result = write(out, &self.buf);
+        self.buf.clear();
+        result
     }
 
     /// The output.

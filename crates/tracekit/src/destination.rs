@@ -219,6 +219,8 @@ enum Job {
     /// there without a copy; the buffer goes back to the reader when dropped.
     Shared(Arc<Vec<u8>>, std::ops::Range<usize>),
     Flush(std::sync::mpsc::SyncSender<io::Result<()>>),
+    /// Acknowledges that every job before it is done.
+    Sync(std::sync::mpsc::SyncSender<()>),
     /// The last job: an exchange may outlive the `Background` that made it.
     End,
 }
@@ -236,6 +238,13 @@ pub(crate) struct Background {
     spare: crossbeam_channel::Receiver<Vec<u8>>,
     failed: Failed,
     thread: Option<std::thread::JoinHandle<()>>,
+    /// The destination, written by the thread, or by the caller itself once the queue
+    /// is empty ([`Background::write_direct`]).
+    inner: Arc<std::sync::Mutex<Box<dyn Write + Send>>>,
+    /// Jobs queued and not yet done.
+    pending: Arc<AtomicU64>,
+    /// Set at the first failure: nothing is written after it.
+    broken: Arc<std::sync::atomic::AtomicBool>,
 }
 
 /// The failure the writer thread met, until reported.
@@ -261,53 +270,97 @@ fn queue(jobs: Option<&std::sync::mpsc::SyncSender<Job>>, job: Job) -> io::Resul
 }
 
 impl Background {
-    pub(crate) fn new(mut inner: Box<dyn Write + Send>) -> io::Result<Background> {
+    pub(crate) fn new(inner: Box<dyn Write + Send>) -> io::Result<Background> {
         let (jobs, rx) = std::sync::mpsc::sync_channel::<Job>(QUEUED);
         // Room for every buffer in flight: the queue's, the thread's and the writer's.
         let (spare_tx, spare) = crossbeam_channel::bounded::<Vec<u8>>(QUEUED + 2);
         let failed = Arc::new(std::sync::Mutex::new(None::<io::Error>));
-        let failure = Arc::clone(&failed);
+        let inner = Arc::new(std::sync::Mutex::new(inner));
+        let pending = Arc::new(AtomicU64::new(0));
+        let broken = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let (failure, out, done, stop) = (
+            Arc::clone(&failed),
+            Arc::clone(&inner),
+            Arc::clone(&pending),
+            Arc::clone(&broken),
+        );
         let thread = std::thread::Builder::new()
             .name("tracekit-write".into())
             .spawn(move || {
-                let mut broken = false;
+                let write = |bytes: &[u8]| {
+                    if stop.load(Ordering::Acquire) {
+                        return;
+                    }
+                    let result = match out.lock() {
+                        Ok(mut w) => w.write_all(bytes),
+                        Err(_) => Err(thread_gone()),
+                    };
+                    if let Err(e) = result {
+                        stop.store(true, Ordering::Release);
+                        if let Ok(mut f) = failure.lock() {
+                            *f = Some(e);
+                        }
+                    }
+                };
                 for job in rx {
                     match job {
                         Job::Data(buf) => {
-                            if !broken && let Err(e) = inner.write_all(&buf) {
-                                broken = true;
-                                if let Ok(mut f) = failure.lock() {
-                                    *f = Some(e);
-                                }
-                            }
+                            write(&buf);
                             let _ = spare_tx.try_send(buf);
                         }
-                        Job::Shared(buf, range) => {
-                            if !broken && let Err(e) = inner.write_all(&buf[range]) {
-                                broken = true;
-                                if let Ok(mut f) = failure.lock() {
-                                    *f = Some(e);
-                                }
-                            }
-                        }
+                        Job::Shared(buf, range) => write(&buf[range]),
                         Job::End => break,
+                        Job::Sync(ack) => {
+                            let _ = ack.send(());
+                        }
                         Job::Flush(ack) => {
-                            let result = if broken {
+                            let result = if stop.load(Ordering::Acquire) {
                                 Err(io::Error::other("an earlier write to the output failed"))
                             } else {
-                                inner.flush()
+                                match out.lock() {
+                                    Ok(mut w) => w.flush(),
+                                    Err(_) => Err(thread_gone()),
+                                }
                             };
                             let _ = ack.send(result);
                         }
                     }
+                    done.fetch_sub(1, Ordering::Release);
                 }
-                let _ = inner.flush();
+                if let Ok(mut w) = out.lock() {
+                    let _ = w.flush();
+                }
             })?;
         Ok(Background {
             jobs: Some(jobs),
             spare,
             failed,
             thread: Some(thread),
+            inner,
+            pending,
+            broken,
+        })
+    }
+
+    /// Writes `data` on the calling thread, after every job queued before (waiting for
+    /// the queue to empty when it is not): for bytes that would otherwise have to be
+    /// copied or handed over to be written, when the write call itself is cheap beside
+    /// the hand-over (see `copy_verbatim`). A failure is reported here, and nothing is
+    /// written after it.
+    pub(crate) fn write_direct(&self, data: &[u8]) -> io::Result<()> {
+        self.failure()?;
+        if self.pending.load(Ordering::Acquire) != 0 {
+            let (ack, done) = std::sync::mpsc::sync_channel(1);
+            self.send(Job::Sync(ack))?;
+            done.recv().map_err(|_| thread_gone())?;
+            self.failure()?;
+        }
+        if self.broken.load(Ordering::Acquire) {
+            return Err(io::Error::other("an earlier write to the output failed"));
+        }
+        let mut out = self.inner.lock().map_err(|_| thread_gone())?;
+        out.write_all(data).inspect_err(|_| {
+            self.broken.store(true, Ordering::Release);
         })
     }
 
@@ -317,7 +370,10 @@ impl Background {
     }
 
     fn send(&self, job: Job) -> io::Result<()> {
-        queue(self.jobs.as_ref(), job)
+        self.pending.fetch_add(1, Ordering::AcqRel);
+        queue(self.jobs.as_ref(), job).inspect_err(|_| {
+            self.pending.fetch_sub(1, Ordering::AcqRel);
+        })
     }
 
     /// Queues a writer's full buffers whole, behind every write before, and hands back
@@ -328,9 +384,13 @@ impl Background {
         let jobs = self.jobs.clone();
         let spare = self.spare.clone();
         let failed = Arc::clone(&self.failed);
+        let pending = Arc::clone(&self.pending);
         Box::new(move |full: Vec<u8>| {
             take_failure(&failed)?;
-            queue(jobs.as_ref(), Job::Data(full))?;
+            pending.fetch_add(1, Ordering::AcqRel);
+            queue(jobs.as_ref(), Job::Data(full)).inspect_err(|_| {
+                pending.fetch_sub(1, Ordering::AcqRel);
+            })?;
             Ok(spare.try_recv().unwrap_or_default())
         })
     }
@@ -784,5 +844,55 @@ mod tests {
         );
         assert_eq!(took.lock().unwrap().len(), 1000);
         assert_eq!(accepted.load(Ordering::Relaxed), 1000);
+    }
+
+    #[test]
+    fn direct_writes_come_after_everything_queued_and_stop_at_a_failure() {
+        let (mut w, took, accepted) = background(1 << 20);
+        let mut exchange = w.exchange();
+        let mut want = Vec::new();
+        for i in 0..40u8 {
+            // Queued (copied, exchanged), then written on this thread: the direct write
+            // waits for the queue, and what is queued after it comes after it.
+            w.write_all(&[i; 5]).unwrap();
+            let _ = exchange(vec![i; 700]).unwrap();
+            w.write_direct(&[!i; 333]).unwrap();
+            w.write_direct(&[i; 2]).unwrap();
+            want.extend([i; 5]);
+            want.extend([i; 700]);
+            want.extend([!i; 333]);
+            want.extend([i; 2]);
+        }
+        w.write_all(b"end").unwrap();
+        want.extend(b"end");
+        w.flush().unwrap();
+        assert_eq!(*took.lock().unwrap(), want, "in the order given");
+        assert_eq!(accepted.load(Ordering::Relaxed), want.len() as u64);
+
+        // Filling up on this thread: the failure is the direct write's, the thread
+        // writes nothing after it, and the count says what went in.
+        let (mut w, took, accepted) = background(1000);
+        w.write_all(&[1; 400]).unwrap();
+        let failed = w
+            .write_direct(&[2; 700])
+            .expect_err("the room is 1000 bytes");
+        assert_eq!(failed.raw_os_error(), Some(28), "{failed}");
+        assert!(w.write_direct(&[3]).is_err(), "and the output stays failed");
+        assert!(w.write_all(&[4]).is_ok_and(|_| w.flush().is_err()));
+        drop(w);
+        assert_eq!(
+            *took.lock().unwrap(),
+            [[1u8; 400].as_slice(), &[2; 600]].concat()
+        );
+        assert_eq!(accepted.load(Ordering::Relaxed), 1000);
+
+        // Filled up on the thread: the next direct write reports it.
+        let (mut w, took, _) = background(1000);
+        w.write_all(&[1; 1200]).unwrap();
+        let failed = w.write_direct(&[2; 10]).expect_err("the thread failed");
+        assert_eq!(failed.raw_os_error(), Some(28), "{failed}");
+        assert!(w.write_direct(&[3]).is_err(), "and the output stays failed");
+        drop(w);
+        assert_eq!(*took.lock().unwrap(), [1u8; 1000]);
     }
 }

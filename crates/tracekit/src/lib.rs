@@ -358,7 +358,7 @@ mod summary;
 
 pub use copy::{
     CopyError, InterfaceDescriber, copy, copy_rewriting_until, copy_rewriting_while, copy_until,
-    copy_while,
+    copy_until_handing_over_after, copy_while,
 };
 pub use destination::{FileId, InputFiles, Kept, WriteFailure};
 pub use format::Format;

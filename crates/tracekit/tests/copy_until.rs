@@ -42,14 +42,26 @@ fn copy(
         link_type: source.declared_link_type(),
         ..CreateOptions::default()
     };
-    copy_with(input, out, until, rewriting, stop_after, nanos)
+    let way = if until { Way::Until } else { Way::While };
+    copy_with(input, out, way, rewriting, stop_after, nanos)
+}
+
+/// Which copy: `copy_while`, `copy_until`, or `copy_until` with its verbatim runs all
+/// written on the calling thread (`Direct`) or all handed to the output's writer thread
+/// (`HandedOver`), where `copy_until` itself chooses by how long a write takes.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Way {
+    While,
+    Until,
+    Direct,
+    HandedOver,
 }
 
 /// [`copy`] with the output's options made from the source.
 fn copy_with(
     input: &str,
     out: &std::path::Path,
-    until: bool,
+    way: Way,
     rewriting: bool,
     stop_after: Option<u64>,
     options: impl Fn(&Source) -> CreateOptions,
@@ -64,13 +76,20 @@ fn copy_with(
         stop_after.is_none_or(|n| seen < n)
     };
     let invert = |data: &mut [u8], _: &tracekit::Meta| data.iter_mut().for_each(|b| *b = !*b);
-    let r = match (until, rewriting) {
-        (true, false) => tracekit::copy_until(&mut source, &mut sink, go_on),
-        (false, false) => tracekit::copy_while(&mut source, &mut sink, |_| go_on()),
-        (true, true) => tracekit::copy_rewriting_until(&mut source, &mut sink, invert, go_on),
-        (false, true) => {
+    let after = |slow| {
+        move |source: &mut Source, sink: &mut tracekit::Sink, go_on| {
+            tracekit::copy_until_handing_over_after(source, sink, go_on, slow)
+        }
+    };
+    let r = match (way, rewriting) {
+        (Way::Until, false) => tracekit::copy_until(&mut source, &mut sink, go_on),
+        (Way::Direct, false) => after(std::time::Duration::MAX)(&mut source, &mut sink, go_on),
+        (Way::HandedOver, false) => after(std::time::Duration::ZERO)(&mut source, &mut sink, go_on),
+        (Way::While, false) => tracekit::copy_while(&mut source, &mut sink, |_| go_on()),
+        (Way::While, true) => {
             tracekit::copy_rewriting_while(&mut source, &mut sink, invert, |_| go_on())
         }
+        (_, true) => tracekit::copy_rewriting_until(&mut source, &mut sink, invert, go_on),
     };
     let result = outcome(r);
     let bytes = match result.1 {
@@ -162,34 +181,29 @@ fn as_convert(snaplen: Option<u32>) -> impl Fn(&Source) -> CreateOptions {
     }
 }
 
-/// Copies `input` into pcap with `copy_until` and `copy_while` as `convert` does, with
-/// each stop and snap length, and asserts the same outcome and bytes; returns how many
-/// copies finished with more than one packet written.
+/// Copies `input` into pcap with `copy_until` (each way of writing its runs) and
+/// `copy_while` as `convert` does, with each stop and snap length, and asserts the same
+/// outcome and bytes; returns how many copies finished with more than one packet
+/// written.
 fn compare_as_convert(input: &str, dir: &std::path::Path, stops: &[Option<u64>]) -> u32 {
     let mut whole = 0;
     for &stop_after in stops {
         for snaplen in [None, Some(64)] {
-            let a = copy_with(
-                input,
-                &dir.join("a.pcap"),
-                true,
-                false,
-                stop_after,
-                as_convert(snaplen),
-            );
-            let b = copy_with(
-                input,
-                &dir.join("b.pcap"),
-                false,
-                false,
-                stop_after,
-                as_convert(snaplen),
-            );
-            let case = format!("{input} -> pcap, stop {stop_after:?}, snap length {snaplen:?}");
-            assert_eq!(a.0, b.0, "{case}");
-            assert!(a.1 == b.1, "{case}: the files differ");
-            if a.0.0 > 1 && a.1.is_some() {
-                whole += 1;
+            let copy = |way, name| {
+                let out = dir.join(name);
+                copy_with(input, &out, way, false, stop_after, as_convert(snaplen))
+            };
+            let b = copy(Way::While, "b.pcap");
+            for way in [Way::Until, Way::Direct, Way::HandedOver] {
+                let a = copy(way, "a.pcap");
+                let case = format!(
+                    "{input} -> pcap, {way:?}, stop {stop_after:?}, snap length {snaplen:?}"
+                );
+                assert_eq!(a.0, b.0, "{case}");
+                assert!(a.1 == b.1, "{case}: the files differ");
+                if way == Way::Until && a.0.0 > 1 && a.1.is_some() {
+                    whole += 1;
+                }
             }
         }
     }
@@ -291,7 +305,7 @@ fn verbatim_runs_leave_the_records_they_cannot_copy_to_the_reader() {
         let (outcome, bytes) = copy_with(
             &input,
             &dir.path().join("a.pcap"),
-            true,
+            Way::Until,
             false,
             None,
             as_convert(None),
@@ -318,7 +332,11 @@ fn a_source_stopped_in_a_verbatim_run_reads_on_from_the_next_packet() {
     let n = 6_000;
     synthetic(&input, n, false, false);
     let input = input.to_str().unwrap();
-    for stop in [1u64, 2, 1_500, 4_321] {
+    let ways = [std::time::Duration::MAX, std::time::Duration::ZERO];
+    for (stop, slow) in [1u64, 2, 1_500, 4_321]
+        .into_iter()
+        .flat_map(|stop| ways.map(|slow| (stop, slow)))
+    {
         let mut source = tracekit::open(input).unwrap();
         let mut sink = tracekit::create(
             dir.path().join("o.pcap").to_str().unwrap(),
@@ -326,11 +344,12 @@ fn a_source_stopped_in_a_verbatim_run_reads_on_from_the_next_packet() {
         )
         .unwrap();
         let mut seen = 0;
-        let copied = tracekit::copy_until(&mut source, &mut sink, || {
+        let go_on = || {
             seen += 1;
             seen < stop
-        })
-        .unwrap();
+        };
+        let copied =
+            tracekit::copy_until_handing_over_after(&mut source, &mut sink, go_on, slow).unwrap();
         assert_eq!(copied, stop);
         sink.finish().unwrap();
         // The rest, read on from the same source, is what a fresh reader has after

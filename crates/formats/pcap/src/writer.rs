@@ -247,17 +247,17 @@ impl<W: Write> PcapWriter<W> {
     }
 
     /// [`PcapWriter::write_verbatim`] of `count` records taking `len` bytes that `hand`
-    /// gives the output itself, after the bytes buffered before: for an output that can
-    /// take them without a copy (a writer thread handed the reader's buffer).
+    /// gives the output itself, after the bytes buffered before, which it is given to
+    /// write first: for an output that can take the records without a copy (a writer
+    /// thread handed the reader's buffer, or a write straight from it).
     pub fn write_verbatim_by(
         &mut self,
         len: usize,
         count: u64,
-        hand: impl FnOnce(&mut W) -> std::io::Result<()>,
+        hand: impl FnOnce(&mut W, &[u8]) -> std::io::Result<()>,
     ) -> Result<(), Error> {
         debug_assert!(self.link_type.is_some(), "the file header is written first");
-        self.out.flush_buffer()?;
-        hand(self.out.get_mut())?;
+        self.out.write_buffered_with(hand)?;
         self.packets += count;
         self.bytes += len as u64;
         Ok(())
