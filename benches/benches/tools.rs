@@ -4,7 +4,9 @@
 //! - `write_format/*`: read the trace and write it as pcap, pcapng and ERF (`read_only` is
 //!   the same loop without a writer), and copy it as `tracekit convert` does into a
 //!   `Sink` on /dev/null (`sink_copy_while` packet by packet, `sink_copy_until` with
-//!   verbatim runs);
+//!   verbatim runs, written on the reading thread as /dev/null takes them at once, and
+//!   `sink_copy_until_handed_over` with the runs handed to the output's writer thread, as
+//!   they are for a file or a pipe);
 //! - `merge/*`: `tracekit::merge::Merge` over the trace's two halves, written as pcap,
 //!   and the same with `--dedup`'s duplicate check;
 //! - `analysis/*`: the Ports table (`tracekit ports`) and the protocol breakdown
@@ -129,6 +131,17 @@ fn write_format(c: &mut Criterion) {
                 let mut s = tracekit::open(&path).unwrap();
                 let mut sink = tracekit::create("/dev/null", &convert_options).unwrap();
                 let n = tracekit::copy_until(&mut s, &mut sink, || true).unwrap();
+                sink.finish().unwrap();
+                n
+            })
+        });
+        group.bench_function("sink_copy_until_handed_over", |b| {
+            b.iter(|| {
+                let mut s = tracekit::open(&path).unwrap();
+                let mut sink = tracekit::create("/dev/null", &convert_options).unwrap();
+                let now = std::time::Duration::ZERO;
+                let n = tracekit::copy_until_handing_over_after(&mut s, &mut sink, || true, now)
+                    .unwrap();
                 sink.finish().unwrap();
                 n
             })
