@@ -238,26 +238,20 @@ const MIN_VERBATIM_RUN: usize = 64 << 10;
 fn copy_verbatim(
     source: &mut Source,
     sink: &mut Sink,
-    mut go_on: impl FnMut() -> bool,
-    mut describer: InterfaceDescriber,
+    go_on: impl FnMut() -> bool,
+    describer: InterfaceDescriber,
     written: u64,
     slow_write: std::time::Duration,
 ) -> Result<u64, (CopyError, u64)> {
-    let direct = copy_verbatim_direct(
-        source,
-        sink,
-        &mut go_on,
-        &mut describer,
-        written,
-        slow_write,
-    );
-    let written = match direct {
-        Direct::Done(copied) => return copied,
-        Direct::Slow(written) => written,
+    let mut way = if slow_write.is_zero() {
+        Way::handed_over(source)
+    } else {
+        Way::Direct { slow: 0 }
     };
-    let shared = source.share_verbatim_windows();
-    let copied = copy_verbatim_runs(source, sink, go_on, describer, written, shared);
-    if shared {
+    let copied = copy_verbatim_runs(
+        source, sink, go_on, describer, written, slow_write, &mut way,
+    );
+    if way == Way::Shared {
         // The source may be read on: its windows are its own again (buffers it left
         // would otherwise be kept for a taker that is gone).
         source.stop_sharing_verbatim_windows();
@@ -269,109 +263,53 @@ fn copy_verbatim(
 /// output's writer thread. Handing a run over costs the thread's wake-up and a buffer that
 /// rotates through it: on the 2-vCPU test host, 36-90 µs a 1 MiB window (`tracekit
 /// convert` to /dev/null: 24.4 against 32.7 ms for 400,000 full-size packets, 10.9
-/// against 14.5 ms cut to 96 B), where writing the window to /dev/null takes about 2 µs
+/// against 14.5 ms cut to 96 B), where writing the window to /dev/null takes about 1 µs
 /// and into a file's page cache well over 100 µs.
 const SLOW_WRITE: std::time::Duration = std::time::Duration::from_micros(50);
 
-/// How [`copy_verbatim_direct`] ended.
-enum Direct {
-    /// The copy is over (the packets written, or the error and the count before it).
-    Done(Result<u64, (CopyError, u64)>),
-    /// A write was slow: the copy goes on handing runs over; the packets written so far.
-    Slow(u64),
+/// How [`copy_verbatim`] writes its runs.
+#[derive(Clone, Copy, PartialEq)]
+enum Way {
+    /// On this thread, straight from the reader's window; `slow`: slow writes in a row.
+    Direct { slow: u8 },
+    /// Handed to the output's writer thread in the buffers the source shares.
+    Shared,
+    /// Copied into the writer's buffer (a source that cannot share its windows).
+    Copied,
 }
 
-/// [`copy_verbatim`] writing runs on this thread, straight from the reader's window,
-/// until two writes in a row take longer than `slow_write`.
-fn copy_verbatim_direct(
-    source: &mut Source,
-    sink: &mut Sink,
-    go_on: &mut impl FnMut() -> bool,
-    describer: &mut InterfaceDescriber,
-    mut written: u64,
-    slow_write: std::time::Duration,
-) -> Direct {
-    if slow_write.is_zero() {
-        return Direct::Slow(written);
-    }
-    // Where each record of a run ends (reused: nothing is allocated per run once it
-    // has grown).
-    let mut ends: Vec<u32> = Vec::new();
-    // Slow writes in a row.
-    let mut slow = 0;
-    loop {
-        let snaplen = match sink.verbatim_room(0) {
-            Ok((snaplen, _)) => snaplen,
-            Err(e) => return Direct::Done(Err((CopyError::Write(e), written))),
-        };
-        ends.clear();
-        let mut stopped = false;
-        let start = source.window_pos();
-        // A run lies in the window, so its offsets fit 32 bits.
-        let len = source.take_verbatim(
-            usize::MAX,
-            snaplen,
-            #[inline(always)]
-            |end| {
-                ends.push(end as u32);
-                stopped = !go_on();
-                !stopped
-            },
-        );
-        if len > 0 {
-            let took = match sink.write_verbatim_direct(source.window_bytes(start, len), &ends) {
-                Ok(took) => took,
-                Err(e) => return Direct::Done(Err((CopyError::Write(e), written))),
-            };
-            written += ends.len() as u64;
-            if stopped {
-                return Direct::Done(Ok(written));
-            }
-            // Two in a row: one can be a moment the thread was not running.
-            slow = if took > slow_write { slow + 1 } else { 0 };
-            if slow == 2 {
-                return Direct::Slow(written);
-            }
-        }
-        // The next record across the window's end: into the window (the run is out),
-        // and the next run starts with it.
-        let rf = source.refill_verbatim(snaplen);
-        match rf {
-            Ok(true) => continue,
-            Ok(false) => {}
-            Err(e) => return Direct::Done(Err((CopyError::Read(e), written))),
-        }
-        // A record left to the reader: one larger than the snap length, one with a
-        // note; or the end of the input, or damage.
-        match copy_one(source, sink, describer) {
-            Ok(true) => written += 1,
-            Ok(false) => return Direct::Done(Ok(written)),
-            Err(e) => return Direct::Done(Err((e, written))),
-        }
-        if !go_on() {
-            return Direct::Done(Ok(written));
+impl Way {
+    /// The way of runs handed over to the output's writer thread.
+    fn handed_over(source: &mut Source) -> Way {
+        if source.share_verbatim_windows() {
+            Way::Shared
+        } else {
+            Way::Copied
         }
     }
 }
 
-/// The loop of [`copy_verbatim`]; `shared`: whether the source shares its windows.
+/// The loop of [`copy_verbatim`], which goes from `Direct` to a way that hands runs over
+/// when writes are slow.
 fn copy_verbatim_runs(
     source: &mut Source,
     sink: &mut Sink,
     mut go_on: impl FnMut() -> bool,
     mut describer: InterfaceDescriber,
     mut written: u64,
-    shared: bool,
+    slow_write: std::time::Duration,
+    way: &mut Way,
 ) -> Result<u64, (CopyError, u64)> {
     // Where each record of a run ends, for the sink's count of whole packets out
     // (reused: nothing is allocated per run once it has grown).
     let mut ends: Vec<u32> = Vec::new();
     loop {
+        let copied = *way == Way::Copied;
         let (snaplen, room) = sink
-            .verbatim_room(if shared { 0 } else { MIN_VERBATIM_RUN })
+            .verbatim_room(if copied { MIN_VERBATIM_RUN } else { 0 })
             .map_err(|e| (CopyError::Write(e), written))?;
-        // Shared runs do not go into the writer's buffer: only the window bounds them.
-        let room = if shared { usize::MAX } else { room };
+        // Runs that do not go into the writer's buffer are bounded by the window alone.
+        let room = if copied { room } else { usize::MAX };
         ends.clear();
         let mut stopped = false;
         let generation = source.window_generation();
@@ -393,26 +331,56 @@ fn copy_verbatim_runs(
             start,
             len,
         };
-        if len > 0 && (!shared || stopped) {
-            run.put(source, sink, &ends)
-                .map_err(|e| (CopyError::Write(e), written))?;
-            written += ends.len() as u64;
-            if stopped {
-                return Ok(written);
+        match *way {
+            Way::Direct { slow } => {
+                if len > 0 {
+                    let took = sink
+                        .write_verbatim_direct(source.window_bytes(start, len), &ends)
+                        .map_err(|e| (CopyError::Write(e), written))?;
+                    written += ends.len() as u64;
+                    if stopped {
+                        return Ok(written);
+                    }
+                    // Two in a row: one can be a moment this thread was not running.
+                    let slow = if took > slow_write { slow + 1 } else { 0 };
+                    *way = Way::Direct { slow };
+                    if slow == 2 {
+                        *way = Way::handed_over(source);
+                        continue;
+                    }
+                }
+                // The next record across the window's end: into the window (the run
+                // is out), and the next run starts with it.
+                match source.refill_verbatim(snaplen) {
+                    Ok(true) => continue,
+                    Ok(false) => {}
+                    Err(e) => return Err((CopyError::Read(e), written)),
+                }
             }
-            continue;
-        } else if shared {
-            // The next record across the window's end: into the window (the run goes
-            // out of the buffer the window leaves), and the next run starts with it.
-            let refilled = source.refill_verbatim(snaplen);
-            run.put(source, sink, &ends)
-                .map_err(|e| (CopyError::Write(e), written))?;
-            written += if len > 0 { ends.len() as u64 } else { 0 };
-            match refilled {
-                Ok(true) => continue,
-                Ok(false) => {}
-                Err(e) => return Err((CopyError::Read(e), written)),
+            _ if len > 0 && (copied || stopped) => {
+                run.put(source, sink, &ends)
+                    .map_err(|e| (CopyError::Write(e), written))?;
+                written += ends.len() as u64;
+                if stopped {
+                    return Ok(written);
+                }
+                continue;
             }
+            Way::Shared => {
+                // The next record across the window's end: into the window (the run
+                // goes out of the buffer the window leaves), and the next run starts
+                // with it.
+                let refilled = source.refill_verbatim(snaplen);
+                run.put(source, sink, &ends)
+                    .map_err(|e| (CopyError::Write(e), written))?;
+                written += if len > 0 { ends.len() as u64 } else { 0 };
+                match refilled {
+                    Ok(true) => continue,
+                    Ok(false) => {}
+                    Err(e) => return Err((CopyError::Read(e), written)),
+                }
+            }
+            Way::Copied => {}
         }
         // A record left to the reader: larger than the room, one with a note; or the
         // end of the input, or damage.
