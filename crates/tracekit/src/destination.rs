@@ -262,11 +262,18 @@ fn thread_gone() -> io::Error {
     io::Error::other("the output's writer thread ended")
 }
 
-/// Queues `job` for the writer thread.
-fn queue(jobs: Option<&std::sync::mpsc::SyncSender<Job>>, job: Job) -> io::Result<()> {
-    jobs.ok_or_else(thread_gone)?
-        .send(job)
-        .map_err(|_| thread_gone())
+/// Queues `job` for the writer thread, counting it in `pending` until done.
+fn queue(
+    jobs: Option<&std::sync::mpsc::SyncSender<Job>>,
+    pending: &AtomicU64,
+    job: Job,
+) -> io::Result<()> {
+    let jobs = jobs.ok_or_else(thread_gone)?;
+    pending.fetch_add(1, Ordering::AcqRel);
+    jobs.send(job).map_err(|_| {
+        pending.fetch_sub(1, Ordering::AcqRel);
+        thread_gone()
+    })
 }
 
 impl Background {
@@ -370,10 +377,7 @@ impl Background {
     }
 
     fn send(&self, job: Job) -> io::Result<()> {
-        self.pending.fetch_add(1, Ordering::AcqRel);
-        queue(self.jobs.as_ref(), job).inspect_err(|_| {
-            self.pending.fetch_sub(1, Ordering::AcqRel);
-        })
+        queue(self.jobs.as_ref(), &self.pending, job)
     }
 
     /// Queues a writer's full buffers whole, behind every write before, and hands back
@@ -387,10 +391,7 @@ impl Background {
         let pending = Arc::clone(&self.pending);
         Box::new(move |full: Vec<u8>| {
             take_failure(&failed)?;
-            pending.fetch_add(1, Ordering::AcqRel);
-            queue(jobs.as_ref(), Job::Data(full)).inspect_err(|_| {
-                pending.fetch_sub(1, Ordering::AcqRel);
-            })?;
+            queue(jobs.as_ref(), &pending, Job::Data(full))?;
             Ok(spare.try_recv().unwrap_or_default())
         })
     }
