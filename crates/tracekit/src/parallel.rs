@@ -2143,8 +2143,11 @@ fn take_dealt_turns<W: Worker>(
             if let Some(lists) = emptied.take() {
                 b.spare.push(lists);
             }
+            // Kept up to as many as can be in flight (every turn on the board, and
+            // each worker's own): one dropped here would be allocated again, its pages
+            // touched afresh, when the turns in flight next rise to that many.
             if let Some(buf) = freed.take()
-                && b.buffers.len() < n
+                && b.buffers.len() < (DEALT_AHEAD + 1) * n
             {
                 b.buffers.push(buf);
             }
@@ -2269,8 +2272,13 @@ fn take_dealt_turns<W: Worker>(
 /// packet to the worker [`Deal::choose`] picks (to those [`Deal::level_targets`]
 /// picks, with their notes), every tick to all, before the packets that follow it.
 fn deal_turn(deal: &Deal, block: &[u8], all: &Lists, outs: &mut [Lists]) {
+    // Room for an even share at once: a fresh list (the first turns, or more turns in
+    // flight than before) then grows once, if its share is larger, rather than doubling
+    // its way up from nothing.
+    let share = all.slots.len() / outs.len().max(1) + 1;
     for o in outs.iter_mut() {
         o.clear();
+        o.slots.reserve(share);
     }
     let mut ticks = all.ticks.iter().peekable();
     let mut clock = all.clock;
