@@ -63,7 +63,9 @@ fn grow_zeroed(buf: &mut Vec<u8>, len: usize) {
 }
 
 enum Backing {
-    Mapped(GuardedMap),
+    /// Shared with writers that write its records out without a copy
+    /// ([`Input::shared_mapping`]).
+    Mapped(Arc<GuardedMap>),
     Stream(Box<dyn Read + Send>),
     Blocks(BlockStream),
 }
@@ -208,7 +210,7 @@ impl Input {
             && want_map
             && let Some(map) = file.try_clone().ok().and_then(GuardedMap::open)
         {
-            let mut input = Input::with_backing(Backing::Mapped(map), Some(meta.len()));
+            let mut input = Input::with_backing(Backing::Mapped(Arc::new(map)), Some(meta.len()));
             input.path = Some(shared);
             input.reread = reread;
             input.may_map = may_map;
@@ -358,6 +360,17 @@ impl Input {
     /// again. Buffers handed out stay with their holders.
     pub fn stop_sharing_windows(&mut self) {
         self.sharing = None;
+    }
+
+    /// A mapped file's mapping, to be shared with another thread: positions in the
+    /// window ([`Input::window_pos`]) are offsets in it ([`GuardedMap`]'s bytes). A
+    /// writer that holds it writes records out of it without a copy, after the input is
+    /// gone too. `None` when the input is not mapped.
+    pub fn shared_mapping(&self) -> Option<Arc<GuardedMap>> {
+        match &self.backing {
+            Backing::Mapped(map) => Some(Arc::clone(map)),
+            Backing::Stream(_) | Backing::Blocks(_) => None,
+        }
     }
 
     /// Sharing: how many times the window has moved to another buffer. Positions

@@ -276,6 +276,17 @@ impl GuardedMap {
     }
 }
 
+/// The whole mapping, for a thread that writes bytes of it out (a writer handed
+/// records of a verified window: [`crate::Input::shared_mapping`]). Bytes past the
+/// verified prefix can be read too: should the file shrink under them, the guard turns
+/// the vanished pages into zeros, and a `write()` from them fails in the kernel instead
+/// of faulting.
+impl AsRef<[u8]> for GuardedMap {
+    fn as_ref(&self) -> &[u8] {
+        &self.map
+    }
+}
+
 impl Drop for GuardedMap {
     fn drop(&mut self) {
         SLOTS[self.slot].len.store(0, Ordering::Release);

@@ -274,6 +274,8 @@ enum Way {
     Direct { slow: u8 },
     /// Handed to the output's writer thread in the buffers the source shares.
     Shared,
+    /// Handed to the output's writer thread in the source's file mapping.
+    Mapped,
     /// Copied into the writer's buffer (a source that cannot share its windows).
     Copied,
 }
@@ -281,7 +283,9 @@ enum Way {
 impl Way {
     /// The way of runs handed over to the output's writer thread.
     fn handed_over(source: &mut Source) -> Way {
-        if source.share_verbatim_windows() {
+        if source.verbatim_mapping().is_some() {
+            Way::Mapped
+        } else if source.share_verbatim_windows() {
             Way::Shared
         } else {
             Way::Copied
@@ -303,6 +307,7 @@ fn copy_verbatim_runs(
     // Where each record of a run ends, for the sink's count of whole packets out
     // (reused: nothing is allocated per run once it has grown).
     let mut ends: Vec<u32> = Vec::new();
+    let mapping = source.verbatim_mapping();
     loop {
         let copied = *way == Way::Copied;
         let (snaplen, room) = sink
@@ -332,21 +337,30 @@ fn copy_verbatim_runs(
             len,
         };
         match *way {
-            Way::Direct { slow } => {
+            Way::Direct { .. } | Way::Mapped => {
                 if len > 0 {
-                    let took = sink
-                        .write_verbatim_direct(source.window_bytes(start, len), &ends)
-                        .map_err(|e| (CopyError::Write(e), written))?;
+                    let took = match (&mapping, *way) {
+                        // The mapping outlives the window: the run is handed over now.
+                        (Some(map), Way::Mapped) => sink
+                            .write_verbatim_shared(map.clone(), start..start + len, &ends)
+                            .map(|()| None),
+                        _ => sink
+                            .write_verbatim_direct(source.window_bytes(start, len), &ends)
+                            .map(Some),
+                    }
+                    .map_err(|e| (CopyError::Write(e), written))?;
                     written += ends.len() as u64;
                     if stopped {
                         return Ok(written);
                     }
-                    // Two in a row: one can be a moment this thread was not running.
-                    let slow = if took > slow_write { slow + 1 } else { 0 };
-                    *way = Way::Direct { slow };
-                    if slow == 2 {
-                        *way = Way::handed_over(source);
-                        continue;
+                    if let (Way::Direct { slow }, Some(took)) = (*way, took) {
+                        // Two in a row: one can be a moment this thread was not running.
+                        let slow = if took > slow_write { slow + 1 } else { 0 };
+                        *way = Way::Direct { slow };
+                        if slow == 2 {
+                            *way = Way::handed_over(source);
+                            continue;
+                        }
                     }
                 }
                 // The next record across the window's end: into the window (the run

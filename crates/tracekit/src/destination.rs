@@ -213,11 +213,17 @@ impl<W: Write> Write for Counted<W> {
 /// buffers, about 1 MiB in flight.
 const QUEUED: usize = 4;
 
+/// Bytes a reader shares with the writer thread: a window's buffer
+/// ([`tracekit_io::Input::take_retired`]) or a file's mapping
+/// ([`tracekit_io::Input::shared_mapping`]).
+pub(crate) type SharedBytes = Arc<dyn AsRef<[u8]> + Send + Sync>;
+
 enum Job {
     Data(Vec<u8>),
-    /// Bytes of a buffer shared with a reader (a window of its input), written from
-    /// there without a copy; the buffer goes back to the reader when dropped.
-    Shared(Arc<Vec<u8>>, std::ops::Range<usize>),
+    /// Bytes of a buffer shared with a reader (a window of its input, or its file's
+    /// mapping), written from there without a copy; a window's buffer goes back to the
+    /// reader when dropped.
+    Shared(SharedBytes, std::ops::Range<usize>),
     Flush(std::sync::mpsc::SyncSender<io::Result<()>>),
     /// Acknowledges that every job before it is done.
     Sync(std::sync::mpsc::SyncSender<()>),
@@ -315,7 +321,7 @@ impl Background {
                             write(&buf);
                             let _ = spare_tx.try_send(buf);
                         }
-                        Job::Shared(buf, range) => write(&buf[range]),
+                        Job::Shared(buf, range) => write(&(*buf).as_ref()[range]),
                         Job::End => break,
                         Job::Sync(ack) => {
                             let _ = ack.send(());
@@ -403,11 +409,11 @@ impl Background {
     /// they are), which then need no copy on this side at all.
     pub(crate) fn queue_shared(
         &self,
-        buf: Arc<Vec<u8>>,
+        buf: SharedBytes,
         range: std::ops::Range<usize>,
     ) -> io::Result<()> {
         self.failure()?;
-        if buf.get(range.clone()).is_none() {
+        if (*buf).as_ref().get(range.clone()).is_none() {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
                 "bytes to write lie outside their buffer",

@@ -2,7 +2,6 @@
 //! over every writable format.
 
 use std::io::{self, Write};
-use std::sync::Arc;
 
 use tracekit_core::{
     CaptureSink, Error, InterfaceInfo, LinkType, Packet, SinkReport, TsResolution,
@@ -12,7 +11,9 @@ use tracekit_io::{CompressOptions, Compression, ParallelWriter};
 use tracekit_pcap::{PcapWriter, PcapWriterOptions};
 use tracekit_pcapng::{PcapngWriter, PcapngWriterOptions};
 
-use crate::destination::{Background, Destination, InputFiles, Kept, Landing, WriteFailure};
+use crate::destination::{
+    Background, Destination, InputFiles, Kept, Landing, SharedBytes, WriteFailure,
+};
 use crate::format::Format;
 
 /// The most compression threads an output uses (more are clamped to it): each thread
@@ -87,10 +88,10 @@ impl Write for Output {
 impl Output {
     /// Writes `buf[range]`: queued with the buffer itself, without a copy, for the
     /// writer thread of a plain output; copied into the compressor otherwise.
-    fn write_shared(&mut self, buf: Arc<Vec<u8>>, range: std::ops::Range<usize>) -> io::Result<()> {
+    fn write_shared(&mut self, buf: SharedBytes, range: std::ops::Range<usize>) -> io::Result<()> {
         match self {
             Output::Plain(w) => w.queue_shared(buf, range),
-            Output::Compressed(w) => match buf.get(range) {
+            Output::Compressed(w) => match (*buf).as_ref().get(range) {
                 Some(bytes) => w.write_all(bytes),
                 None => Err(io::Error::new(
                     io::ErrorKind::InvalidInput,
@@ -422,12 +423,13 @@ impl Sink {
     }
 
     /// [`Sink::write_verbatim`] from a buffer the source shares
-    /// (`tracekit_io::Input::share_windows`): the records `buf[range]` are queued for
+    /// (`tracekit_io::Input::share_windows`) or its file's mapping
+    /// (`tracekit_io::Input::shared_mapping`): the records `buf[range]` are queued for
     /// the output's writer thread with the buffer itself, behind the bytes written
     /// before, and are not copied on this thread.
     pub(crate) fn write_verbatim_shared(
         &mut self,
-        buf: Arc<Vec<u8>>,
+        buf: SharedBytes,
         range: std::ops::Range<usize>,
         ends: &[u32],
     ) -> Result<(), Error> {

@@ -587,6 +587,13 @@ impl Source {
         input.compression() == Compression::None && !input.is_mapped() && input.share_windows()
     }
 
+    /// The pcap reader's file mapping, when it is mapped ([`Input::shared_mapping`]):
+    /// positions in its window ([`Source::window_pos`]) are offsets in it.
+    pub(crate) fn verbatim_mapping(&self) -> Option<crate::destination::SharedBytes> {
+        let map = self.verbatim_pcap()?.input().shared_mapping()?;
+        Some(map)
+    }
+
     /// After [`Source::take_verbatim`]: brings a record that crosses the pcap reader's
     /// window end into the window ([`tracekit_io::Reader::refill_verbatim`]).
     pub(crate) fn refill_verbatim(&mut self, max_caplen: u32) -> Result<bool, Error> {

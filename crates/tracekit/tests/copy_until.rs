@@ -48,13 +48,27 @@ fn copy(
 
 /// Which copy: `copy_while`, `copy_until`, or `copy_until` with its verbatim runs all
 /// written on the calling thread (`Direct`) or all handed to the output's writer thread
-/// (`HandedOver`), where `copy_until` itself chooses by how long a write takes.
+/// (`HandedOver`), where `copy_until` itself chooses by how long a write takes; the
+/// `Mapped` ways read the input through a mapping, whose runs are handed over in it.
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Way {
     While,
     Until,
     Direct,
     HandedOver,
+    MappedDirect,
+    MappedHandedOver,
+}
+
+impl Way {
+    /// Every way `copy_until` may write a pcap file's verbatim runs.
+    const VERBATIM: [Way; 5] = [
+        Way::Until,
+        Way::Direct,
+        Way::HandedOver,
+        Way::MappedDirect,
+        Way::MappedHandedOver,
+    ];
 }
 
 /// [`copy`] with the output's options made from the source.
@@ -66,7 +80,15 @@ fn copy_with(
     stop_after: Option<u64>,
     options: impl Fn(&Source) -> CreateOptions,
 ) -> (Outcome, Option<Vec<u8>>) {
-    let mut source = tracekit::open(input).unwrap();
+    let read_mode = match way {
+        Way::MappedDirect | Way::MappedHandedOver => tracekit::ReadMode::Mmap,
+        _ => tracekit::ReadMode::Read,
+    };
+    let open = tracekit::OpenOptions {
+        read_mode,
+        ..tracekit::OpenOptions::default()
+    };
+    let mut source = tracekit::open_with(input, &open).unwrap();
     let options = options(&source);
     let _ = std::fs::remove_file(out);
     let mut sink = tracekit::create(out.to_str().unwrap(), &options).unwrap();
@@ -83,8 +105,12 @@ fn copy_with(
     };
     let r = match (way, rewriting) {
         (Way::Until, false) => tracekit::copy_until(&mut source, &mut sink, go_on),
-        (Way::Direct, false) => after(std::time::Duration::MAX)(&mut source, &mut sink, go_on),
-        (Way::HandedOver, false) => after(std::time::Duration::ZERO)(&mut source, &mut sink, go_on),
+        (Way::Direct | Way::MappedDirect, false) => {
+            after(std::time::Duration::MAX)(&mut source, &mut sink, go_on)
+        }
+        (Way::HandedOver | Way::MappedHandedOver, false) => {
+            after(std::time::Duration::ZERO)(&mut source, &mut sink, go_on)
+        }
         (Way::While, false) => tracekit::copy_while(&mut source, &mut sink, |_| go_on()),
         (Way::While, true) => {
             tracekit::copy_rewriting_while(&mut source, &mut sink, invert, |_| go_on())
@@ -194,7 +220,7 @@ fn compare_as_convert(input: &str, dir: &std::path::Path, stops: &[Option<u64>])
                 copy_with(input, &out, way, false, stop_after, as_convert(snaplen))
             };
             let b = copy(Way::While, "b.pcap");
-            for way in [Way::Until, Way::Direct, Way::HandedOver] {
+            for way in Way::VERBATIM {
                 let a = copy(way, "a.pcap");
                 let case = format!(
                     "{input} -> pcap, {way:?}, stop {stop_after:?}, snap length {snaplen:?}"
@@ -333,11 +359,16 @@ fn a_source_stopped_in_a_verbatim_run_reads_on_from_the_next_packet() {
     synthetic(&input, n, false, false);
     let input = input.to_str().unwrap();
     let ways = [std::time::Duration::MAX, std::time::Duration::ZERO];
-    for (stop, slow) in [1u64, 2, 1_500, 4_321]
-        .into_iter()
-        .flat_map(|stop| ways.map(|slow| (stop, slow)))
-    {
-        let mut source = tracekit::open(input).unwrap();
+    let modes = [tracekit::ReadMode::Read, tracekit::ReadMode::Mmap];
+    for (stop, slow, read_mode) in [1u64, 2, 1_500, 4_321].into_iter().flat_map(|stop| {
+        ways.into_iter()
+            .flat_map(move |slow| modes.map(|mode| (stop, slow, mode)))
+    }) {
+        let open = tracekit::OpenOptions {
+            read_mode,
+            ..tracekit::OpenOptions::default()
+        };
+        let mut source = tracekit::open_with(input, &open).unwrap();
         let mut sink = tracekit::create(
             dir.path().join("o.pcap").to_str().unwrap(),
             &as_convert(None)(&source),
