@@ -6,7 +6,9 @@
 //!   `Sink` on /dev/null (`sink_copy_while` packet by packet, `sink_copy_until` with
 //!   verbatim runs, written on the reading thread as /dev/null takes them at once, and
 //!   `sink_copy_until_handed_over` with the runs handed to the output's writer thread, as
-//!   they are for a file or a pipe);
+//!   they are for a file or a pipe), and into a file (`sink_copy_until_into_file`, and
+//!   `sink_copy_until_mapped_into_file` with the input mapped, as `convert` maps it for
+//!   a file);
 //! - `merge/*`: `tracekit::merge::Merge` over the trace's two halves, written as pcap,
 //!   and the same with `--dedup`'s duplicate check;
 //! - `analysis/*`: the Ports table (`tracekit ports`) and the protocol breakdown
@@ -146,6 +148,28 @@ fn write_format(c: &mut Criterion) {
                 n
             })
         });
+        // Into a file (its page cache), as `tracekit convert` writes one: the input read
+        // with `read()`, and mapped, its runs handed to the writer thread in the mapping.
+        let file = dir().join("write_format-out.pcap");
+        let file = file.to_str().unwrap();
+        for (name, read_mode) in [
+            ("sink_copy_until_into_file", tracekit::ReadMode::Read),
+            ("sink_copy_until_mapped_into_file", tracekit::ReadMode::Mmap),
+        ] {
+            let open = tracekit::OpenOptions {
+                read_mode,
+                ..Default::default()
+            };
+            group.bench_function(name, |b| {
+                b.iter(|| {
+                    let mut s = tracekit::open_with(&path, &open).unwrap();
+                    let mut sink = tracekit::create(file, &convert_options).unwrap();
+                    let n = tracekit::copy_until(&mut s, &mut sink, || true).unwrap();
+                    sink.finish().unwrap();
+                    n
+                })
+            });
+        }
         group.bench_function("pcapng", |b| {
             b.iter(|| {
                 let mut s = tracekit::open(&path).unwrap();
