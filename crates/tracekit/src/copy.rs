@@ -234,7 +234,8 @@ const MIN_VERBATIM_RUN: usize = 64 << 10;
 /// record across the window's end is brought into the next window and starts the next
 /// run there. Runs the window does not leave (before a record that needs the reader, a
 /// stop, the end, damage) are copied into the writer's buffer, as every run is without
-/// sharing.
+/// sharing. A mapped file's runs are handed over in the mapping itself, which outlives
+/// the window ([`tracekit_io::Input::shared_mapping`]).
 fn copy_verbatim(
     source: &mut Source,
     sink: &mut Sink,
