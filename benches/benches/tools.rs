@@ -6,9 +6,9 @@
 //!   `Sink` on /dev/null (`sink_copy_while` packet by packet, `sink_copy_until` with
 //!   verbatim runs, written on the reading thread as /dev/null takes them at once, and
 //!   `sink_copy_until_handed_over` with the runs handed to the output's writer thread, as
-//!   they are for a file or a pipe), and into a file (`sink_copy_until_into_file`, and
-//!   `sink_copy_until_mapped_into_file` with the input mapped, as `convert` maps it for
-//!   a file);
+//!   they are for a file or a pipe), and into a file (`sink_copy_until_shared_into_file`,
+//!   the runs handed over in the reader's windows, and `sink_copy_until_mapped_into_file`,
+//!   the input mapped once writes are slow and the runs handed over in the mapping);
 //! - `merge/*`: `tracekit::merge::Merge` over the trace's two halves, written as pcap,
 //!   and the same with `--dedup`'s duplicate check;
 //! - `analysis/*`: the Ports table (`tracekit ports`) and the protocol breakdown
@@ -142,29 +142,35 @@ fn write_format(c: &mut Criterion) {
                 let mut s = tracekit::open(&path).unwrap();
                 let mut sink = tracekit::create("/dev/null", &convert_options).unwrap();
                 let now = std::time::Duration::ZERO;
-                let n = tracekit::copy_until_handing_over_after(&mut s, &mut sink, || true, now)
+                let n = tracekit::copy_until_handing_over_after(&mut s, &mut sink, || true, now, 0)
                     .unwrap();
                 sink.finish().unwrap();
                 n
             })
         });
-        // Into a file (its page cache), as `tracekit convert` writes one: the input read
-        // with `read()`, and mapped, its runs handed to the writer thread in the mapping.
+        // Into a file (its page cache), as `tracekit convert` writes one: the runs
+        // handed to the writer thread in the reader's shared windows (copied out of the
+        // input's page cache first), and in a mapping of the input made when writes turn
+        // out slow (`copy_until` maps for records of fewer than 256 bytes on average).
         let file = dir().join("write_format-out.pcap");
         let file = file.to_str().unwrap();
-        for (name, read_mode) in [
-            ("sink_copy_until_into_file", tracekit::ReadMode::Read),
-            ("sink_copy_until_mapped_into_file", tracekit::ReadMode::Mmap),
+        for (name, map_below) in [
+            ("sink_copy_until_shared_into_file", 0),
+            ("sink_copy_until_mapped_into_file", usize::MAX),
         ] {
-            let open = tracekit::OpenOptions {
-                read_mode,
-                ..Default::default()
-            };
             group.bench_function(name, |b| {
                 b.iter(|| {
-                    let mut s = tracekit::open_with(&path, &open).unwrap();
+                    let mut s = tracekit::open(&path).unwrap();
                     let mut sink = tracekit::create(file, &convert_options).unwrap();
-                    let n = tracekit::copy_until(&mut s, &mut sink, || true).unwrap();
+                    let slow = std::time::Duration::from_micros(50);
+                    let n = tracekit::copy_until_handing_over_after(
+                        &mut s,
+                        &mut sink,
+                        || true,
+                        slow,
+                        map_below,
+                    )
+                    .unwrap();
                     sink.finish().unwrap();
                     n
                 })

@@ -54,46 +54,11 @@ enum Resolution {
     Ns,
 }
 
-/// Whether `output` is (or will be made) a regular file: then the input is mapped.
-///
-/// A pcap file's records copied as they are then go to the writer thread in the mapping
-/// itself, and the one copy left is into the output's page cache; with `read()` they
-/// are copied out of the input's page cache first. Into a file, 400,000 records (21
-/// interleaved runs, medians): 54.1 against 64.4 ms at full size (`cat`: 62.3), 12.8
-/// against 17.6 ms cut to 96 B (`cat`: 12.7). Where nothing is copied into the output
-/// (/dev/null) or a pipe's reader sets the pace, mapping the input only adds its page
-/// faults: 47.7 against 24.5 ms to /dev/null at full size. A filter reads every packet,
-/// which `read()` does faster.
-fn into_regular_file(output: &str) -> bool {
-    let meta = if output == "-" {
-        use std::os::fd::AsFd;
-        std::io::stdout()
-            .as_fd()
-            .try_clone_to_owned()
-            .and_then(|fd| std::fs::File::from(fd).metadata())
-    } else {
-        match std::fs::metadata(output) {
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return true,
-            m => m,
-        }
-    };
-    meta.is_ok_and(|m| m.is_file())
-}
-
 pub fn run(args: ConvertArgs) -> Result<Outcome> {
     let stop = crate::ctrl_c_stop();
     let inputs = InputFiles::new([&args.input]);
     inputs.check_output(&args.output)?;
-    let read_mode = if args.filter.is_none() && into_regular_file(&args.output) {
-        tracekit::ReadMode::Mmap
-    } else {
-        tracekit::ReadMode::Auto
-    };
-    let open = tracekit::OpenOptions {
-        read_mode,
-        ..tracekit::OpenOptions::default()
-    };
-    let mut source = crate::open_source_with(&args.input, &open)?;
+    let mut source = crate::open_source(&args.input)?;
     if let Some(expr) = &args.filter {
         source = source.with_filter(expr)?;
     }

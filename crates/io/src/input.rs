@@ -373,6 +373,46 @@ impl Input {
         }
     }
 
+    /// Goes on through a mapping of the file from the current position: for an
+    /// uncompressed regular file read with `read()` (its windows not shared), whose bytes
+    /// can then be handed out of the mapping itself ([`Input::shared_mapping`]). Whether
+    /// it did: not for other inputs, nor when the file cannot be mapped or no longer
+    /// holds the window's bytes. Positions ([`Input::window_pos`]) change: nothing lent
+    /// before stays valid.
+    pub fn map_from_here(&mut self) -> bool {
+        if !matches!(self.backing, Backing::Stream(_))
+            || self.compression != Compression::None
+            || self.sharing.is_some()
+        {
+            return false;
+        }
+        let Some(map) = (self.file.as_ref())
+            .and_then(|f| f.try_clone().ok())
+            .and_then(GuardedMap::open)
+        else {
+            return false;
+        };
+        let (Ok(at), Ok(read_to)) = (
+            usize::try_from(self.position()),
+            usize::try_from(self.base + self.end as u64),
+        ) else {
+            return false;
+        };
+        if map.mapped_len() < read_to {
+            // The file shrank below bytes already read: read on as before.
+            return false;
+        }
+        map.skip_to(at);
+        self.backing = Backing::Mapped(Arc::new(map));
+        self.buf = Vec::new();
+        self.file = None;
+        self.base = 0;
+        self.pos = at;
+        self.end = at;
+        self.eof = false;
+        true
+    }
+
     /// Sharing: how many times the window has moved to another buffer. Positions
     /// ([`Input::window_pos`]) taken in one generation index that generation's buffer.
     pub fn generation(&self) -> u64 {
@@ -988,6 +1028,43 @@ mod tests {
         f.write_all(data).unwrap();
         f.flush().unwrap();
         f
+    }
+
+    #[test]
+    fn a_file_read_so_far_goes_on_through_a_mapping() {
+        let data = sample(3 * BLOCK_SIZE + 12345);
+        let f = file_of(&data);
+        // At the start, inside the first window, and past a window's end.
+        for read_first in [0usize, 1000, BLOCK_SIZE + 77] {
+            let mut input = Input::open(f.path(), ReadMode::Read).unwrap();
+            assert!(!input.is_mapped());
+            let mut got = Vec::new();
+            while got.len() < read_first {
+                let have = input.fill(1).unwrap();
+                let take = have.min(read_first - got.len()).min(4096);
+                got.extend_from_slice(&input.available()[..take]);
+                input.consume(take);
+            }
+            assert!(input.map_from_here(), "after {read_first} bytes");
+            assert!(input.is_mapped() && input.shared_mapping().is_some());
+            assert_eq!(input.position(), read_first as u64);
+            let rest = &data[read_first..];
+            let mut tail = Vec::new();
+            while input.fill(1).unwrap() > 0 {
+                let have = input.available().len().min(5000);
+                tail.extend_from_slice(&input.available()[..have]);
+                input.consume(have);
+            }
+            assert!(tail == rest, "after {read_first} bytes");
+            assert_eq!(input.position(), data.len() as u64);
+        }
+        // Not a regular file read with `read()`: nothing changes.
+        let mut piped = Input::from_reader(std::io::Cursor::new(data.clone()));
+        assert!(!piped.map_from_here());
+        let mut shared = Input::open(f.path(), ReadMode::Read).unwrap();
+        assert!(shared.share_windows());
+        assert!(!shared.map_from_here());
+        exercise(shared, &data);
     }
 
     #[test]

@@ -241,6 +241,14 @@ impl GuardedMap {
             .max(target)
     }
 
+    /// Counts the bytes before `offset` as verified without touching them: for an input
+    /// that read them another way and goes on from there through the mapping (its
+    /// positions before `offset` are never parsed through it).
+    pub fn skip_to(&self, offset: usize) {
+        self.verified
+            .fetch_max(offset.min(self.usable()), Ordering::AcqRel);
+    }
+
     /// Takes note of faults since the last look (a page past the file's new end, read
     /// as zeros): the file's current size then bounds the usable length. Returns the
     /// usable length. A thread that read bytes of the mapping calls this afterwards to

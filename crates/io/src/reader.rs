@@ -171,6 +171,14 @@ impl<F: RecordFormat<Input = Input>> Reader<F> {
         self.format.input().window(start, len)
     }
 
+    /// Goes on reading the file through a mapping ([`Input::map_from_here`]); whether it
+    /// does. Nothing is lent afterwards ([`current_packet`](Self::current_packet) is
+    /// `None`).
+    pub fn map_input(&mut self) -> bool {
+        self.lent = false;
+        self.format.input_mut().map_from_here()
+    }
+
     /// After [`take_verbatim`](Self::take_verbatim): brings a record that crosses the
     /// window's end into the window ([`RecordFormat::verbatim_shortfall`]), so that the
     /// next run starts with it; `true` when it is there. `false` when the next record is

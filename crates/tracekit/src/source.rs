@@ -594,6 +594,12 @@ impl Source {
         Some(map)
     }
 
+    /// Goes on reading the pcap file through a mapping, for its runs to be handed out
+    /// of it ([`tracekit_io::Reader::map_input`]); whether it does.
+    pub(crate) fn map_verbatim_input(&mut self) -> bool {
+        self.verbatim_pcap_mut().is_some_and(|r| r.map_input())
+    }
+
     /// After [`Source::take_verbatim`]: brings a record that crosses the pcap reader's
     /// window end into the window ([`tracekit_io::Reader::refill_verbatim`]).
     pub(crate) fn refill_verbatim(&mut self, max_caplen: u32) -> Result<bool, Error> {

@@ -48,8 +48,10 @@ fn copy(
 
 /// Which copy: `copy_while`, `copy_until`, or `copy_until` with its verbatim runs all
 /// written on the calling thread (`Direct`) or all handed to the output's writer thread
-/// (`HandedOver`), where `copy_until` itself chooses by how long a write takes; the
-/// `Mapped` ways read the input through a mapping, whose runs are handed over in it.
+/// (`HandedOver`, in the reader's shared windows), where `copy_until` itself chooses by
+/// how long a write takes; the `Mapped` ways read the input through a mapping, whose
+/// runs are handed over in it, and `Remapped` maps the file read with `read()` when it
+/// hands runs over, as `copy_until` does for short records.
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Way {
     While,
@@ -58,16 +60,18 @@ enum Way {
     HandedOver,
     MappedDirect,
     MappedHandedOver,
+    Remapped,
 }
 
 impl Way {
     /// Every way `copy_until` may write a pcap file's verbatim runs.
-    const VERBATIM: [Way; 5] = [
+    const VERBATIM: [Way; 6] = [
         Way::Until,
         Way::Direct,
         Way::HandedOver,
         Way::MappedDirect,
         Way::MappedHandedOver,
+        Way::Remapped,
     ];
 }
 
@@ -98,19 +102,19 @@ fn copy_with(
         stop_after.is_none_or(|n| seen < n)
     };
     let invert = |data: &mut [u8], _: &tracekit::Meta| data.iter_mut().for_each(|b| *b = !*b);
-    let after = |slow| {
+    let after = |slow, map| {
         move |source: &mut Source, sink: &mut tracekit::Sink, go_on| {
-            tracekit::copy_until_handing_over_after(source, sink, go_on, slow)
+            tracekit::copy_until_handing_over_after(source, sink, go_on, slow, map)
         }
     };
+    let (never, now) = (std::time::Duration::MAX, std::time::Duration::ZERO);
     let r = match (way, rewriting) {
         (Way::Until, false) => tracekit::copy_until(&mut source, &mut sink, go_on),
-        (Way::Direct | Way::MappedDirect, false) => {
-            after(std::time::Duration::MAX)(&mut source, &mut sink, go_on)
-        }
+        (Way::Direct | Way::MappedDirect, false) => after(never, 0)(&mut source, &mut sink, go_on),
         (Way::HandedOver | Way::MappedHandedOver, false) => {
-            after(std::time::Duration::ZERO)(&mut source, &mut sink, go_on)
+            after(now, 0)(&mut source, &mut sink, go_on)
         }
+        (Way::Remapped, false) => after(now, usize::MAX)(&mut source, &mut sink, go_on),
         (Way::While, false) => tracekit::copy_while(&mut source, &mut sink, |_| go_on()),
         (Way::While, true) => {
             tracekit::copy_rewriting_while(&mut source, &mut sink, invert, |_| go_on())
@@ -358,12 +362,21 @@ fn a_source_stopped_in_a_verbatim_run_reads_on_from_the_next_packet() {
     let n = 6_000;
     synthetic(&input, n, false, false);
     let input = input.to_str().unwrap();
-    let ways = [std::time::Duration::MAX, std::time::Duration::ZERO];
-    let modes = [tracekit::ReadMode::Read, tracekit::ReadMode::Mmap];
-    for (stop, slow, read_mode) in [1u64, 2, 1_500, 4_321].into_iter().flat_map(|stop| {
-        ways.into_iter()
-            .flat_map(move |slow| modes.map(|mode| (stop, slow, mode)))
-    }) {
+    // Each way: written on this thread, handed over in shared windows, in a mapping
+    // made from here, in the mapping the file was opened with.
+    let (never, now) = (std::time::Duration::MAX, std::time::Duration::ZERO);
+    let (read, mapped) = (tracekit::ReadMode::Read, tracekit::ReadMode::Mmap);
+    let ways = [
+        (never, 0, read),
+        (now, 0, read),
+        (now, usize::MAX, read),
+        (never, 0, mapped),
+        (now, 0, mapped),
+    ];
+    for (stop, (slow, map, read_mode)) in [1u64, 2, 1_500, 4_321]
+        .into_iter()
+        .flat_map(|stop| ways.map(|way| (stop, way)))
+    {
         let open = tracekit::OpenOptions {
             read_mode,
             ..tracekit::OpenOptions::default()
@@ -380,7 +393,8 @@ fn a_source_stopped_in_a_verbatim_run_reads_on_from_the_next_packet() {
             seen < stop
         };
         let copied =
-            tracekit::copy_until_handing_over_after(&mut source, &mut sink, go_on, slow).unwrap();
+            tracekit::copy_until_handing_over_after(&mut source, &mut sink, go_on, slow, map)
+                .unwrap();
         assert_eq!(copied, stop);
         sink.finish().unwrap();
         // The rest, read on from the same source, is what a fresh reader has after
