@@ -336,7 +336,6 @@ fn copy_verbatim_runs(
     // Where each record of a run ends, for the sink's count of whole packets out
     // (reused: nothing is allocated per run once it has grown).
     let mut ends: Vec<u32> = Vec::new();
-    let mut mapping = source.verbatim_mapping();
     // Bytes and records of the runs written directly: their mean length decides on a
     // mapping ([`MAP_BELOW`]).
     let mut direct = (0u64, 0u64);
@@ -371,12 +370,15 @@ fn copy_verbatim_runs(
         match *way {
             Way::Direct { .. } | Way::Mapped => {
                 if len > 0 {
-                    let took = match (&mapping, *way) {
+                    let mapping = (*way == Way::Mapped)
+                        .then(|| source.verbatim_mapping())
+                        .flatten();
+                    let took = match mapping {
                         // The mapping outlives the window: the run is handed over now.
-                        (Some(map), Way::Mapped) => sink
-                            .write_verbatim_shared(map.clone(), start..start + len, &ends)
+                        Some(map) => sink
+                            .write_verbatim_shared(map, start..start + len, &ends)
                             .map(|()| None),
-                        _ => sink
+                        None => sink
                             .write_verbatim_direct(source.window_bytes(start, len), &ends)
                             .map(Some),
                     }
@@ -394,7 +396,6 @@ fn copy_verbatim_runs(
                         if slow == 2 {
                             let short = direct.0 < direct.1.saturating_mul(ways.map_below as u64);
                             *way = Way::handed_over(source, short);
-                            mapping = source.verbatim_mapping();
                             continue;
                         }
                     }
